@@ -1,0 +1,79 @@
+/**
+ * The one configuration type shared by `drainguard serve`, `drainguard inject` and the tests.
+ * Defaults live in `defaults.ts` (the single documented place); a YAML file may override any subset.
+ */
+
+/** Kubernetes resource quantities, e.g. `{ cpu: "100m", memory: "128Mi" }`. */
+export interface ResourceRequests {
+  cpu: string;
+  memory: string;
+}
+
+/** What to do with a recognised shutdown-manager sidecar. */
+export type SidecarMode = 'remove' | 'disarm';
+
+export interface InstallerConfig {
+  /** Name of the init container drainguard appends. */
+  containerName: string;
+  /** drainguard's own image (the chart sets it to its own image and tag). */
+  image: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** Absolute path of the `envoy-shutdown` executable inside `image`. */
+  programPath: string;
+  /** Directory created inside the bootstrap volume that receives the program. */
+  installDirectory: string;
+  /** Name of the emptyDir volume added when the bootstrap volume cannot be written. */
+  fallbackVolumeName: string;
+  /** Where the fallback volume is mounted in Envoy (read-only) and in the installer. */
+  fallbackMountPath: string;
+}
+
+export interface LivenessConfig {
+  periodSeconds: number;
+  /** Generous: CPU throttling caused the original probe failures. */
+  timeoutSeconds: number;
+  /** The probe budget must exceed the grace period by at least this much. */
+  marginSeconds: number;
+  /** Probe-level grace period: recovery from a stuck drain must not take another full grace period. */
+  terminationGracePeriodSeconds: number;
+}
+
+export interface DrainConfig {
+  /** preStop deadline = effective grace period - this margin (leaves room for Envoy's own exit). */
+  deadlineMarginSeconds: number;
+  /** Wait before failing health checks (load balancer deregistration). */
+  drainDelaySeconds: number;
+  /** Never finish the drain earlier than this. */
+  minDrainSeconds: number;
+  /** The drain is complete when active downstream connections are at or below this. */
+  minConnections: number;
+  /** Poll interval of the drain program, in seconds. */
+  pollIntervalSeconds: number;
+}
+
+export interface GracePeriodFloorConfig {
+  /** Off by default: raising a user's grace period changes how long node drains take. */
+  enabled: boolean;
+  minimumSeconds: number;
+}
+
+export interface Config {
+  /** Container name that marks an Envoy pod. */
+  envoyContainerName: string;
+  /** Image repositories (registry and tag ignored) that mark an Envoy container. */
+  envoyImageRepositories: string[];
+  /** Container name of the shutdown-manager sidecar. */
+  shutdownManagerContainerName: string;
+  sidecarMode: SidecarMode;
+  installer: InstallerConfig;
+  requests: {
+    envoy: ResourceRequests;
+    installer: ResourceRequests;
+    sidecar: ResourceRequests;
+  };
+  /** Memory the drain program needs inside Envoy's cgroup during preStop (warn when the limit leaves less). */
+  shutdownProgramMemory: string;
+  liveness: LivenessConfig;
+  drain: DrainConfig;
+  gracePeriodFloor: GracePeriodFloorConfig;
+}
