@@ -51,4 +51,23 @@ export interface ShutdownTimeline {
   /** initialDelaySeconds + periodSeconds × failureThreshold of Envoy's liveness probe, if any. */
   livenessBudgetSeconds: number | null;
   livenessSource: 'drainguard' | 'user' | 'none';
+  // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
+  // optional only so that code building a timeline by hand keeps compiling.
+  /** Where `adminAddress` came from (SPEC §3.4 precedence). */
+  adminAddressSource?: AdminAddressSource;
+  /** Listener ports the drain ignores (probe and metrics traffic). */
+  excludedListenerPorts?: number[];
+  /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
+  drainInstalled?: boolean;
 }
+
+/** Where the drain program's admin address came from, highest precedence first. */
+export type AdminAddressSource =
+  | 'annotation'
+  | 'envoy-args'
+  | 'drainguard-hook'
+  | 'sidecar-flag'
+  | 'contour-default'
+  | 'envoy-gateway-default'
+  | 'admin-volume'
+  | 'default';

@@ -1,0 +1,3 @@
+export * from './types';
+export { defaultConfig } from './defaults';
+export { ConfigError, loadConfigFile, parseConfig } from './load';

@@ -1,0 +1,130 @@
+/**
+ * The optional YAML config file (`--config FILE`): any subset of `Config`, deep-merged over
+ * `defaultConfig()`. Strict, because a typo must not silently fall back to a default: an unknown key
+ * or a wrong type is an error naming the file and the key path.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { isValidQuantity } from '../mutate/quantity';
+import { isDnsLabel } from '../mutate/validate-pod';
+import { defaultConfig } from './defaults';
+import type { Config } from './types';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Checks one setting; returns what is wrong with it, or undefined. */
+type Check = (value: unknown) => string | undefined;
+
+/** Mirrors `Config` key by key (the compiler keeps the two in step); leaves are checks. */
+type Schema<T> = { [K in keyof T]-?: T[K] extends unknown[] ? Check : T[K] extends object ? Schema<T[K]> : Check };
+
+const text: Check = (v) => (typeof v === 'string' && v.trim() !== '' ? undefined : 'must be a non-empty string');
+const dnsLabel: Check = (v) => (typeof v === 'string' && isDnsLabel(v) ? undefined : 'must be a DNS label (lower-case letters, digits, "-", at most 63)');
+const absolutePath: Check = (v) =>
+  typeof v === 'string' && /^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/.test(v) && !v.split('/').includes('..')
+    ? undefined
+    : 'must be an absolute path other than "/" (letters, digits, ".", "_", "-", "/"; no "..")';
+const pathSegment: Check = (v) =>
+  typeof v === 'string' && /^[A-Za-z0-9._-]+$/.test(v) && v !== '.' && v !== '..' ? undefined : 'must be a single directory name (letters, digits, ".", "_", "-")';
+const quantity: Check = (v) =>
+  (typeof v === 'string' || typeof v === 'number') && isValidQuantity(v) ? undefined : 'must be a Kubernetes quantity such as "100m" or "128Mi"';
+const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be true or false');
+const integer = (min: number, max: number): Check => (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? undefined : `must be a whole number from ${min} to ${max}`;
+const oneOf = (...values: string[]): Check => (v) =>
+  typeof v === 'string' && values.includes(v) ? undefined : `must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}`;
+const repositories: Check = (v) =>
+  Array.isArray(v) && v.length > 0 && v.every((r) => typeof r === 'string' && /^[a-z0-9][a-z0-9._/-]*$/.test(r))
+    ? undefined
+    : 'must be a non-empty list of image repositories such as "envoyproxy/envoy"';
+
+const requests: Schema<Config['requests']['envoy']> = { cpu: quantity, memory: quantity };
+const HOUR = 3600;
+
+const SCHEMA: Schema<Config> = {
+  envoyContainerName: dnsLabel,
+  envoyImageRepositories: repositories,
+  shutdownManagerContainerName: dnsLabel,
+  sidecarMode: oneOf('remove', 'disarm'),
+  installer: {
+    containerName: dnsLabel,
+    image: text,
+    imagePullPolicy: oneOf('Always', 'IfNotPresent', 'Never'),
+    programPath: absolutePath,
+    installDirectory: pathSegment,
+    fallbackVolumeName: dnsLabel,
+    fallbackMountPath: absolutePath,
+  },
+  requests: { envoy: requests, installer: requests, sidecar: requests },
+  shutdownProgramMemory: quantity,
+  liveness: {
+    periodSeconds: integer(1, HOUR),
+    timeoutSeconds: integer(1, HOUR),
+    marginSeconds: integer(0, HOUR),
+    terminationGracePeriodSeconds: integer(1, HOUR),
+  },
+  drain: {
+    deadlineMarginSeconds: integer(0, HOUR),
+    drainDelaySeconds: integer(0, HOUR),
+    minDrainSeconds: integer(0, HOUR),
+    minConnections: integer(0, 1_000_000),
+    pollIntervalSeconds: integer(1, 60),
+  },
+  gracePeriodFloor: { enabled: boolean, minimumSeconds: integer(1, 24 * HOUR) },
+};
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Merges `input` over `defaults` following `schema`; problems are collected as "path: what". */
+function mergeSection(schema: object, defaults: Record<string, unknown>, input: Record<string, unknown>, path: string, problems: string[]): void {
+  for (const [key, value] of Object.entries(input)) {
+    const keyPath = path === '' ? key : `${path}.${key}`;
+    const rule = (schema as Record<string, unknown>)[key];
+    if (rule === undefined) {
+      problems.push(`${keyPath}: unknown setting (known here: ${Object.keys(schema).join(', ')})`);
+    } else if (typeof rule === 'function') {
+      const problem = (rule as Check)(value);
+      if (problem === undefined) defaults[key] = value;
+      else problems.push(`${keyPath}: ${problem} (got ${JSON.stringify(value)})`);
+    } else if (value === null) {
+      // `installer:` with nothing under it: no overrides in that section.
+    } else if (!isMapping(value)) {
+      problems.push(`${keyPath}: must be a mapping (got ${JSON.stringify(value)})`);
+    } else {
+      mergeSection(rule as object, defaults[key] as Record<string, unknown>, value, keyPath, problems);
+    }
+  }
+}
+
+export function parseConfig(yamlText: string, sourceName: string): Config {
+  let document: unknown;
+  try {
+    document = parseYaml(yamlText);
+  } catch (error) {
+    throw new ConfigError(`${sourceName}: invalid YAML: ${(error as Error).message}`);
+  }
+  const config = defaultConfig();
+  if (document === null || document === undefined) return config;
+  if (!isMapping(document)) throw new ConfigError(`${sourceName}: the config must be a YAML mapping of settings`);
+  const problems: string[] = [];
+  mergeSection(SCHEMA, config as unknown as Record<string, unknown>, document, '', problems);
+  if (problems.length > 0) throw new ConfigError(problems.map((problem) => `${sourceName}: ${problem}`).join('\n'));
+  return config;
+}
+
+export function loadConfigFile(path: string): Config {
+  let yamlText: string;
+  try {
+    yamlText = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot read the config file: ${(error as Error).message}`);
+  }
+  return parseConfig(yamlText, path);
+}

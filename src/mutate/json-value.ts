@@ -1,0 +1,49 @@
+/**
+ * JSON value helpers, written as plain loops because they run over whole pods on every request.
+ *
+ * Not util.isDeepStrictEqual / structuredClone: those carry prototypes across realms (jest's VM
+ * sandbox, for one), so a cloned array can fail `instanceof Array` in a library such as rfc6902,
+ * and two identical JSON documents can compare unequal. Properties whose value is `undefined` do
+ * not exist in JSON and are ignored.
+ */
+
+type JsonObject = Record<string, unknown>;
+
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  const aIsArray = Array.isArray(a);
+  if (aIsArray !== Array.isArray(b)) return false;
+  if (aIsArray) {
+    const left = a as unknown[];
+    const right = b as unknown[];
+    if (left.length !== right.length) return false;
+    for (let i = 0; i < left.length; i += 1) if (!jsonEqual(left[i], right[i])) return false;
+    return true;
+  }
+  const left = a as JsonObject;
+  const right = b as JsonObject;
+  let leftKeys = 0;
+  for (const key in left) {
+    if (left[key] === undefined) continue;
+    leftKeys += 1;
+    if (!jsonEqual(left[key], right[key])) return false;
+  }
+  let rightKeys = 0;
+  for (const key in right) if (right[key] !== undefined) rightKeys += 1;
+  return leftKeys === rightKeys;
+}
+
+/** Deep copy of a JSON value built from plain literals of the current realm. */
+export function cloneJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const copy = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i += 1) copy[i] = cloneJson(value[i]);
+    return copy as T;
+  }
+  const copy: JsonObject = {};
+  const source = value as JsonObject;
+  for (const key in source) if (source[key] !== undefined) copy[key] = cloneJson(source[key]);
+  return copy as T;
+}

@@ -1,0 +1,88 @@
+/**
+ * Step 2: a grace-period-aware liveness probe on Envoy, only when it has none.
+ *
+ * An Envoy stuck in DRAINING (its health check failed by a restarted sidecar) never recovers by
+ * itself; a liveness probe on the readiness endpoint restarts it. But a legitimate drain also fails
+ * readiness for up to the whole grace period, so the probe's failure budget
+ * (initialDelaySeconds + periodSeconds × failureThreshold) must exceed the grace period plus a margin.
+ */
+import type { Config } from '../../config/types';
+import type { Container, HTTPGetAction, Probe } from '../k8s';
+import type { ResolvedAdmin } from '../resolve-admin';
+import { currentEnvoy, type MutationContext } from './context';
+
+/** Kubernetes defaults for unset probe fields. */
+const DEFAULT_PERIOD_SECONDS = 10;
+const DEFAULT_FAILURE_THRESHOLD = 3;
+
+export function livenessBudgetSeconds(probe: Probe): number {
+  return (
+    (probe.initialDelaySeconds ?? 0) +
+    (probe.periodSeconds ?? DEFAULT_PERIOD_SECONDS) * (probe.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD)
+  );
+}
+
+export type DesiredProbe = { probe: Probe } | { skipped: string };
+
+function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | string {
+  const readiness = envoy.readinessProbe?.httpGet;
+  if (readiness !== undefined) {
+    const target: HTTPGetAction = { port: readiness.port };
+    if (readiness.path !== undefined) target.path = readiness.path;
+    if (readiness.scheme !== undefined) target.scheme = readiness.scheme;
+    return target;
+  }
+  if (admin.parsed.kind !== 'tcp') {
+    return 'Envoy has no httpGet readiness probe to copy and its admin API is a unix socket the kubelet cannot probe';
+  }
+  if (admin.bind === 'loopback') {
+    return `Envoy has no httpGet readiness probe to copy and its admin API (${admin.parsed.address}) listens on loopback only, which the kubelet cannot reach`;
+  }
+  if (admin.bind === 'unknown') {
+    return (
+      'Envoy has no httpGet readiness probe to copy and its arguments do not show the admin API listening beyond loopback ' +
+      '(a probe on an unreachable admin would restart Envoy in a loop); add a readinessProbe on /ready to get one'
+    );
+  }
+  return { path: '/ready', port: admin.parsed.port };
+}
+
+/** The probe drainguard would add for this Envoy and grace period. */
+export function desiredLivenessProbe(envoy: Container, admin: ResolvedAdmin, graceSeconds: number, config: Config): DesiredProbe {
+  const target = probeTarget(envoy, admin);
+  if (typeof target === 'string') return { skipped: target };
+  const { periodSeconds, timeoutSeconds, marginSeconds, terminationGracePeriodSeconds } = config.liveness;
+  // The smallest threshold whose budget strictly exceeds grace + margin.
+  const failureThreshold = Math.floor((graceSeconds + marginSeconds) / periodSeconds) + 1;
+  return {
+    probe: {
+      httpGet: target,
+      periodSeconds,
+      timeoutSeconds,
+      successThreshold: 1,
+      failureThreshold,
+      terminationGracePeriodSeconds,
+    },
+  };
+}
+
+export function applyLivenessProbe(context: MutationContext): void {
+  const envoy = currentEnvoy(context);
+  const grace = context.grace.effectiveSeconds;
+  if (envoy.livenessProbe !== undefined) {
+    const budget = livenessBudgetSeconds(envoy.livenessProbe);
+    if (budget <= grace) {
+      context.warn(
+        `container ${envoy.name}: its liveness probe gives up after ${budget}s, not more than the ${grace}s grace period: ` +
+          'it can restart Envoy during a legitimate drain (kept as is)',
+      );
+    }
+    return;
+  }
+  const desired = desiredLivenessProbe(envoy, context.admin, grace, context.config);
+  if ('skipped' in desired) {
+    context.warn(`container ${envoy.name}: no liveness probe added: ${desired.skipped}`);
+    return;
+  }
+  context.builder.set([...context.envoyPath, 'livenessProbe'], desired.probe);
+}

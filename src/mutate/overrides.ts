@@ -1,0 +1,126 @@
+/**
+ * Per-pod overrides (`drainguard.io/<name>` annotations), validated strictly: several become exec
+ * arguments of Envoy's preStop hook. An invalid value denies the pod with a message naming the
+ * annotation, the value and the accepted form, so the workload's events explain the rejection.
+ */
+import type { SidecarMode } from '../config/types';
+import { ADMIN_ADDRESS_FORM, parseAdminAddress } from './admin-address';
+import { ANNOTATION_PREFIX, Annotations, KNOWN_ANNOTATIONS } from './annotations';
+import { compareExact, parseQuantity } from './quantity';
+import { isDnsLabel } from './validate-pod';
+
+export interface Overrides {
+  envoyCpuRequest?: string;
+  envoyMemoryRequest?: string;
+  drainDelaySeconds?: number;
+  minDrainSeconds?: number;
+  minConnections?: number;
+  adminAddress?: string;
+  sidecarMode?: SidecarMode;
+  envoyContainer?: string;
+}
+
+export type OverridesReading =
+  | { ok: true; overrides: Overrides; warnings: string[] }
+  | { ok: false; message: string; warnings: string[] };
+
+export const MAX_DURATION_SECONDS = 3600;
+export const MAX_MIN_CONNECTIONS = 1_000_000;
+const MAX_QUANTITY_LENGTH = 32;
+
+const DURATION_FORM = `whole seconds with an "s" suffix, 0s to ${MAX_DURATION_SECONDS}s (e.g. "5s")`;
+const COUNT_FORM = `a non-negative whole number up to ${MAX_MIN_CONNECTIONS} (e.g. "0")`;
+const QUANTITY_FORM = 'a positive Kubernetes quantity (e.g. "100m", "0.5", "128Mi", "1G")';
+const SIDECAR_MODE_FORM = '"remove" or "disarm"';
+const CONTAINER_NAME_FORM = 'the name of one of the pod\'s containers (a DNS label)';
+export const INJECT_FORM = '"enabled" or "disabled"';
+
+const DURATION = /^(0|[1-9][0-9]{0,3})s$/;
+const COUNT = /^(0|[1-9][0-9]{0,6})$/;
+
+/** Shows a user value in a message: quoted, escaped, and short. */
+export function quoteValue(value: string): string {
+  const shown = value.length > 64 ? `${value.slice(0, 61)}...` : value;
+  return JSON.stringify(shown);
+}
+
+export function invalidAnnotationMessage(key: string, value: string, form: string): string {
+  return `annotation ${key}: invalid value ${quoteValue(value)}; expected ${form}`;
+}
+
+function parseDuration(value: string): number | undefined {
+  if (!DURATION.test(value)) return undefined;
+  const seconds = Number(value.slice(0, -1));
+  return seconds <= MAX_DURATION_SECONDS ? seconds : undefined;
+}
+
+function parseCount(value: string): number | undefined {
+  if (!COUNT.test(value)) return undefined;
+  const count = Number(value);
+  return count <= MAX_MIN_CONNECTIONS ? count : undefined;
+}
+
+function parsePositiveQuantity(value: string): string | undefined {
+  if (value.length > MAX_QUANTITY_LENGTH) return undefined;
+  const parsed = parseQuantity(value);
+  if (parsed === undefined || compareExact(parsed, { numerator: 0n, denominator: 1n }) <= 0) return undefined;
+  return value;
+}
+
+function parseSidecarMode(value: string): SidecarMode | undefined {
+  return value === 'remove' || value === 'disarm' ? value : undefined;
+}
+
+function parseContainerName(value: string): string | undefined {
+  return isDnsLabel(value) ? value : undefined;
+}
+
+interface OverrideRule<K extends keyof Overrides> {
+  key: string;
+  field: K;
+  form: string;
+  parse: (value: string) => Overrides[K] | undefined;
+}
+
+const RULES: OverrideRule<keyof Overrides>[] = [
+  { key: Annotations.envoyCpuRequest, field: 'envoyCpuRequest', form: QUANTITY_FORM, parse: parsePositiveQuantity },
+  { key: Annotations.envoyMemoryRequest, field: 'envoyMemoryRequest', form: QUANTITY_FORM, parse: parsePositiveQuantity },
+  { key: Annotations.drainDelay, field: 'drainDelaySeconds', form: DURATION_FORM, parse: parseDuration },
+  { key: Annotations.minDrain, field: 'minDrainSeconds', form: DURATION_FORM, parse: parseDuration },
+  { key: Annotations.minConnections, field: 'minConnections', form: COUNT_FORM, parse: parseCount },
+  {
+    key: Annotations.adminAddress,
+    field: 'adminAddress',
+    form: ADMIN_ADDRESS_FORM,
+    parse: (value) => parseAdminAddress(value)?.address,
+  },
+  { key: Annotations.sidecarMode, field: 'sidecarMode', form: SIDECAR_MODE_FORM, parse: parseSidecarMode },
+  { key: Annotations.envoyContainer, field: 'envoyContainer', form: CONTAINER_NAME_FORM, parse: parseContainerName },
+];
+
+/** Reads every override annotation; any invalid one makes the whole reading a denial. */
+export function readOverrides(annotations: Record<string, string> | undefined): OverridesReading {
+  const overrides: Overrides = {};
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const all = annotations ?? {};
+
+  for (const rule of RULES) {
+    const value = all[rule.key];
+    if (value === undefined) continue;
+    const parsed = typeof value === 'string' ? rule.parse(value) : undefined;
+    if (parsed === undefined) problems.push(invalidAnnotationMessage(rule.key, String(value), rule.form));
+    else (overrides as Record<string, unknown>)[rule.field] = parsed;
+  }
+
+  for (const key of Object.keys(all)) {
+    if (key.startsWith(ANNOTATION_PREFIX) && !KNOWN_ANNOTATIONS.has(key)) {
+      warnings.push(
+        `unknown annotation ${key} ignored (known: ${[...KNOWN_ANNOTATIONS].filter((k) => k !== Annotations.status).join(', ')})`,
+      );
+    }
+  }
+
+  if (problems.length > 0) return { ok: false, message: problems.join('; '), warnings };
+  return { ok: true, overrides, warnings };
+}

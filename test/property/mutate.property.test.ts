@@ -1,0 +1,149 @@
+/**
+ * Issue 2 acceptance 5: properties of mutate() over generated valid pods.
+ * Bounded runs keep the file well under 20 s.
+ */
+import fc from 'fast-check';
+import { applyPatch as applyWithCore } from 'fast-json-patch';
+import { applyPatch as applyIndependently, type Operation } from 'rfc6902';
+import { mutate, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/annotations';
+import { findEnvoy, findShutdownManagers } from '../../src/mutate/detect';
+import { validPodCase, type GeneratedCase } from './pod-arbitrary';
+
+const RUNS = 300;
+const STATUS = 'drainguard.io/status';
+
+function copy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function independentApply(pod: Pod, patch: readonly unknown[]): Pod {
+  const target = copy(pod);
+  const errors = applyIndependently(target, copy(patch) as Operation[]).filter((e) => e !== null);
+  if (errors.length > 0) throw new Error(`rfc6902 rejected the patch: ${errors.map(String).join('; ')}`);
+  return target;
+}
+
+function patched({ pod, config }: GeneratedCase): { result: MutationResult; after: Pod } {
+  const result = mutate(pod, config);
+  return { result, after: independentApply(pod, result.patch) };
+}
+
+function withoutStatus(pod: Pod): Pod {
+  const result = copy(pod);
+  delete result.metadata?.annotations?.[STATUS];
+  return result;
+}
+
+/**
+ * The pod with everything drainguard is allowed to change taken out: Envoy's preStop, liveness
+ * probe, requests and its mount of drainguard's volume; the sidecars; drainguard's init container
+ * and volume; its annotations; the grace period. What remains must be identical before and after.
+ */
+function outsideScope(pod: Pod, { config }: GeneratedCase, envoyName: string, sidecarNames: readonly string[]): Pod {
+  const result = copy(pod);
+  const annotations = result.metadata?.annotations;
+  if (annotations !== undefined) {
+    delete annotations[STATUS];
+    delete annotations[SAFE_TO_EVICT_LOCAL_VOLUMES];
+    if (Object.keys(annotations).length === 0) delete result.metadata?.annotations;
+  }
+  if (result.metadata !== undefined && Object.keys(result.metadata).length === 0) delete result.metadata;
+  delete result.spec.terminationGracePeriodSeconds;
+  const dropped = new Set([...sidecarNames, config.installer.containerName]);
+  result.spec.containers = result.spec.containers.filter((c) => !dropped.has(c.name));
+  result.spec.initContainers = (result.spec.initContainers ?? []).filter((c) => !dropped.has(c.name));
+  if (result.spec.initContainers.length === 0) delete result.spec.initContainers;
+  result.spec.volumes = (result.spec.volumes ?? []).filter((v) => v.name !== config.installer.fallbackVolumeName);
+  if (result.spec.volumes.length === 0) delete result.spec.volumes;
+  const envoy = result.spec.containers.find((c) => c.name === envoyName) as Container;
+  delete envoy.livenessProbe;
+  delete envoy.lifecycle?.preStop;
+  if (envoy.lifecycle !== undefined && Object.keys(envoy.lifecycle).length === 0) delete envoy.lifecycle;
+  delete envoy.resources?.requests;
+  if (envoy.resources !== undefined && Object.keys(envoy.resources).length === 0) delete envoy.resources;
+  envoy.volumeMounts = (envoy.volumeMounts ?? []).filter((m) => m.name !== config.installer.fallbackVolumeName);
+  if (envoy.volumeMounts.length === 0) delete envoy.volumeMounts;
+  return result;
+}
+
+const settings = { numRuns: RUNS };
+
+describe('mutate() over generated valid pods', () => {
+  test('never throws, never denies a pod whose annotations are all valid, never modifies its input', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const before = copy(testCase);
+        const result = mutate(testCase.pod, testCase.config);
+        expect(['mutated', 'skipped', 'unchanged']).toContain(result.status);
+        expect(testCase).toEqual(before);
+      }),
+      settings,
+    );
+  });
+
+  test('an independent RFC 6902 implementation gives the same object as the core\'s applier', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const { result, after } = patched(testCase);
+        const viaCore = applyWithCore(copy(testCase.pod), copy(result.patch), true, false).newDocument;
+        expect(after).toEqual(viaCore);
+      }),
+      settings,
+    );
+  });
+
+  test('the result passes pod validation', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        expect(validatePod(patched(testCase).after)).toEqual([]);
+      }),
+      settings,
+    );
+  });
+
+  test('mutating the result yields zero operations; without the status, only the status operation', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const { result, after } = patched(testCase);
+        if (result.status !== 'mutated') return;
+        const second = mutate(after, testCase.config);
+        expect(second.status).toBe('unchanged');
+        expect(second.patch).toEqual([]);
+
+        const stripped = withoutStatus(after);
+        const third = mutate(stripped, testCase.config);
+        expect(third.patch.map((op) => op.path)).toEqual([`/metadata/annotations/drainguard.io~1status`]);
+      }),
+      settings,
+    );
+  });
+
+  test('nothing outside drainguard\'s scope changes, and no user request is overwritten', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const { result, after } = patched(testCase);
+        if (result.status !== 'mutated') {
+          expect(after).toEqual(testCase.pod);
+          return;
+        }
+        const detection = findEnvoy(testCase.pod, testCase.config, testCase.pod.metadata?.annotations?.['drainguard.io/envoy-container']);
+        if (!detection.found) throw new Error('mutated a pod without Envoy');
+        const envoyName = (testCase.pod.spec.containers[detection.index] as Container).name;
+        const sidecars = findShutdownManagers(testCase.pod, testCase.config, detection.index).map((s) => s.container.name);
+        expect(outsideScope(after, testCase, envoyName, sidecars)).toEqual(outsideScope(testCase.pod, testCase, envoyName, sidecars));
+
+        const before = [...testCase.pod.spec.containers, ...(testCase.pod.spec.initContainers ?? [])];
+        const now = [...after.spec.containers, ...(after.spec.initContainers ?? [])];
+        for (const original of before) {
+          const current = now.find((c) => c.name === original.name);
+          if (current === undefined) continue; // a removed sidecar
+          for (const [resource, value] of Object.entries(original.resources?.requests ?? {})) {
+            expect(current.resources?.requests?.[resource]).toEqual(value);
+          }
+        }
+      }),
+      settings,
+    );
+  });
+});

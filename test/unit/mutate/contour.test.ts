@@ -1,0 +1,133 @@
+/** Issue 2 acceptance 2, at the mutate level, for each upstream Contour DaemonSet's pod template. */
+import { defaultConfig } from '../../../src/config';
+import { mutate, validatePod } from '../../../src/mutate';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/annotations';
+import { compareQuantities } from '../../../src/mutate/quantity';
+import { applyIndependently, container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
+
+const CONTOUR_FIXTURES = ['contour-main.yaml', 'contour-v1.23.0.yaml', 'contour-v1.33.6.yaml'];
+
+describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
+  const pod = loadPod(fixture);
+  const { result, after } = mutateOk(pod);
+  const envoy = container(after, 'envoy');
+  const installer = container(after, 'drainguard-install');
+
+  test('the shutdown-manager sidecar is gone, its volumes stay', () => {
+    expect(hasContainer(pod, 'shutdown-manager')).toBe(true);
+    expect(hasContainer(after, 'shutdown-manager')).toBe(false);
+    expect(after.spec.volumes?.map((v) => v.name)).toEqual(pod.spec.volumes?.map((v) => v.name));
+    expect(result.actions).toContain('sidecar-removed');
+  });
+
+  test('Envoy preStop runs the installed envoy-shutdown drain from /config with the Contour admin socket', () => {
+    const { program, subcommand, flags } = drainArgs(envoy);
+    expect(envoy.lifecycle?.preStop?.httpGet).toBeUndefined();
+    expect(program).toBe('/config/drainguard/envoy-shutdown');
+    expect(subcommand).toBe('drain');
+    expect(flags.get('--admin')).toEqual(['unix:/admin/admin.sock']);
+    const deadline = seconds(flags.get('--deadline')?.[0]);
+    expect(deadline).toBeLessThan(300);
+    expect(deadline).toBe(290);
+    expect(flags.get('--exclude-listener')).toEqual(['_8002$']);
+    expect(seconds(flags.get('--min-drain')?.[0])).toBe(5);
+    expect(flags.get('--min-connections')).toEqual(['0']);
+  });
+
+  test('an init container mounts envoy-config writable at /config and installs the program into it', () => {
+    const initNames = after.spec.initContainers?.map((c) => c.name);
+    expect(initNames?.[initNames.length - 1]).toBe('drainguard-install');
+    expect(installer.volumeMounts).toEqual([{ name: 'envoy-config', mountPath: '/config' }]);
+    expect(installer.command).toEqual([defaultConfig().installer.programPath, 'install', '--to', '/config/drainguard']);
+    expect(installer.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    // Envoy has no runAsUser of its own: the installer inherits the pod's 65534.
+    expect(installer.securityContext?.runAsUser).toBeUndefined();
+  });
+
+  test('Envoy gets a liveness probe GET /ready :8002 whose budget exceeds the 300 s grace period', () => {
+    const probe = envoy.livenessProbe;
+    expect(probe?.httpGet).toEqual({ path: '/ready', port: 8002 });
+    const budget = (probe?.initialDelaySeconds ?? 0) + (probe?.periodSeconds ?? 10) * (probe?.failureThreshold ?? 3);
+    expect(budget).toBeGreaterThan(300);
+    expect(budget).toBeGreaterThan(300 + defaultConfig().liveness.marginSeconds);
+    expect(probe?.terminationGracePeriodSeconds).toBe(defaultConfig().liveness.terminationGracePeriodSeconds);
+    expect(result.timeline.livenessSource).toBe('drainguard');
+    expect(result.timeline.livenessBudgetSeconds).toBe(budget);
+  });
+
+  test('cpu and memory requests on every container drainguard owns or touches', () => {
+    for (const touched of [envoy, installer]) {
+      expect(touched.resources?.requests?.cpu).toBeDefined();
+      expect(touched.resources?.requests?.memory).toBeDefined();
+    }
+    expect(envoy.resources?.requests).toEqual(defaultConfig().requests.envoy);
+  });
+
+  test('status annotation and safe-to-evict for envoy-admin and envoy-config', () => {
+    const annotations = after.metadata?.annotations ?? {};
+    expect(JSON.parse(annotations['drainguard.io/status'] ?? '{}')).toMatchObject({ version: expect.any(String), actions: expect.any(Array) });
+    expect(annotations[SAFE_TO_EVICT_LOCAL_VOLUMES]?.split(',').sort()).toEqual(['envoy-admin', 'envoy-config']);
+  });
+
+  test('the result passes pod validation and the other containers are untouched', () => {
+    expect(validatePod(after)).toEqual([]);
+    expect(container(after, 'envoy-initconfig')).toEqual(container(pod, 'envoy-initconfig'));
+    for (const [request, limit] of Object.entries(envoy.resources?.requests ?? {})) {
+      const max = envoy.resources?.limits?.[request];
+      if (max !== undefined) expect(compareQuantities(limit, max)).toBeLessThanOrEqual(0);
+    }
+  });
+
+  test('timeline', () => {
+    expect(result.timeline).toMatchObject({
+      gracePeriodSeconds: 300,
+      gracePeriodSource: 'pod',
+      deadlineSeconds: 290,
+      adminAddress: 'unix:/admin/admin.sock',
+      adminAddressSource: 'contour-default',
+      drainInstalled: true,
+    });
+  });
+
+  test('idempotent: the result is unchanged, and without the status only the status is rewritten', () => {
+    const again = mutate(after, defaultConfig());
+    expect(again.status).toBe('unchanged');
+    expect(again.patch).toEqual([]);
+    if (again.status !== 'unchanged') throw new Error('unreachable');
+    // Same plan; the admin address is now read back from drainguard's own hook (the sidecar is gone).
+    expect({ ...again.timeline, adminAddressSource: 'x' }).toEqual({ ...result.timeline, adminAddressSource: 'x' });
+    expect(again.timeline.adminAddressSource).toBe('drainguard-hook');
+
+    const withoutStatus = JSON.parse(JSON.stringify(after)) as typeof after;
+    delete withoutStatus.metadata?.annotations?.['drainguard.io/status'];
+    const third = mutate(withoutStatus, defaultConfig());
+    expect(third.status).toBe('mutated');
+    expect(third.patch).toEqual([{ op: 'add', path: '/metadata/annotations/drainguard.io~1status', value: expect.any(String) }]);
+    expect(applyIndependently(withoutStatus, third.patch).spec).toEqual(after.spec);
+  });
+});
+
+test('Contour v1.23.0: the sidecar liveness probe goes with the sidecar (problem 1)', () => {
+  const pod = loadPod('contour-v1.23.0.yaml');
+  expect(container(pod, 'shutdown-manager').livenessProbe).toBeDefined();
+  const { after } = mutateOk(pod);
+  expect(after.spec.containers.map((c) => c.name)).toEqual(['envoy']);
+});
+
+test('Contour pod template without metadata: the annotations are created with their parent', () => {
+  const pod = loadPod('contour-main.yaml');
+  delete pod.metadata;
+  const { result, after } = mutateOk(pod);
+  expect(result.patch.filter((op) => op.path.startsWith('/metadata'))).toEqual([
+    { op: 'add', path: '/metadata', value: { annotations: { [SAFE_TO_EVICT_LOCAL_VOLUMES]: 'envoy-admin,envoy-config' } } },
+    { op: 'add', path: '/metadata/annotations/drainguard.io~1status', value: expect.any(String) },
+  ]);
+  expect(after.metadata?.annotations?.['drainguard.io/status']).toBeDefined();
+  for (const op of result.patch) expect(op.path).toMatch(/^\/(metadata|spec)(\/|$)/);
+});

@@ -1,0 +1,119 @@
+/** JSON Pointer escaping, the patch builder, and verification. */
+import { mutate } from '../../../src/mutate';
+import { escapeSegment, toPointer } from '../../../src/mutate/json-pointer';
+import { PatchBuilder } from '../../../src/mutate/patch-builder';
+import { verifyPatch } from '../../../src/mutate/verify';
+import { PatchVerificationError } from '../../../src/mutate/errors';
+import { defaultConfig } from '../../../src/config';
+import { applyIndependently, loadPod, withAnnotations } from './support';
+
+describe('RFC 6901 escaping', () => {
+  test.each([
+    ['plain', 'plain'],
+    ['a/b', 'a~1b'],
+    ['a~b', 'a~0b'],
+    ['~1', '~01'],
+    ['/~', '~1~0'],
+    ['drainguard.io/status', 'drainguard.io~1status'],
+  ])('%j → %j', (segment, escaped) => {
+    expect(escapeSegment(segment)).toBe(escaped);
+  });
+
+  test('a pointer to an annotation with `/` and `~` in its key resolves to that key', () => {
+    const pointer = toPointer(['metadata', 'annotations', 'example.com/a~1b']);
+    expect(pointer).toBe('/metadata/annotations/example.com~1a~01b');
+    const pod = { metadata: { annotations: { 'example.com/a~1b': 'old', 'example.com/a/b': 'other' } }, spec: { containers: [] } };
+    const after = applyIndependently(pod as never, [{ op: 'replace', path: pointer, value: 'new' }]);
+    expect(after.metadata?.annotations).toEqual({ 'example.com/a~1b': 'new', 'example.com/a/b': 'other' });
+  });
+
+  test('user annotations with `/` and `~` survive a mutation untouched', () => {
+    const annotations = { 'example.com/a~b': '1', 'x~1y': '2', 'drainguard.io~1status': 'not ours' };
+    const pod = withAnnotations(loadPod('contour-main.yaml'), annotations);
+    const result = mutate(pod, defaultConfig());
+    expect(result.status).toBe('mutated');
+    const after = applyIndependently(pod, result.patch);
+    expect(after.metadata?.annotations).toMatchObject(annotations);
+    expect(after.metadata?.annotations?.['drainguard.io/status']).toContain('"version"');
+  });
+});
+
+describe('PatchBuilder', () => {
+  const pod = () => ({ spec: { containers: [{ name: 'envoy' }] } });
+
+  test('creates every missing parent with one add', () => {
+    const builder = new PatchBuilder(pod());
+    builder.set(['spec', 'containers', 0, 'lifecycle', 'preStop'], { sleep: { seconds: 1 } });
+    builder.set(['metadata', 'annotations', 'a/b'], 'x');
+    builder.set(['metadata', 'annotations', 'c'], 'y');
+    expect(builder.patch).toEqual([
+      { op: 'add', path: '/spec/containers/0/lifecycle', value: { preStop: { sleep: { seconds: 1 } } } },
+      { op: 'add', path: '/metadata', value: { annotations: { 'a/b': 'x' } } },
+      { op: 'add', path: '/metadata/annotations/c', value: 'y' },
+    ]);
+    expect(applyIndependently(pod(), builder.patch)).toEqual(builder.draft);
+  });
+
+  test('replaces an existing value and a null parent', () => {
+    const start = { metadata: { annotations: null }, spec: { containers: [{ name: 'envoy' }], terminationGracePeriodSeconds: 5 } };
+    const builder = new PatchBuilder(start as never);
+    builder.set(['spec', 'terminationGracePeriodSeconds'], 60);
+    builder.set(['metadata', 'annotations', 'k'], 'v');
+    expect(builder.patch).toEqual([
+      { op: 'replace', path: '/spec/terminationGracePeriodSeconds', value: 60 },
+      { op: 'replace', path: '/metadata/annotations', value: { k: 'v' } },
+    ]);
+  });
+
+  test('append creates a missing array, then uses explicit indices', () => {
+    const builder = new PatchBuilder(pod());
+    builder.append(['spec', 'initContainers'], { name: 'a' });
+    builder.append(['spec', 'initContainers'], { name: 'b' });
+    expect(builder.patch.map((op) => op.path)).toEqual(['/spec/initContainers', '/spec/initContainers/1']);
+  });
+
+  test('remove of a missing path is a no-op; of an array element shifts the draft', () => {
+    const builder = new PatchBuilder({ spec: { containers: [{ name: 'a' }, { name: 'b' }] } });
+    builder.remove(['spec', 'containers', 0, 'lifecycle']);
+    builder.remove(['spec', 'containers', 0]);
+    expect(builder.patch).toEqual([{ op: 'remove', path: '/spec/containers/0' }]);
+    expect(builder.draft.spec.containers).toEqual([{ name: 'b' }]);
+  });
+
+  test('refuses paths outside /metadata and /spec (the CLI applies the patch to a template)', () => {
+    const builder = new PatchBuilder(pod());
+    expect(() => builder.set(['status', 'phase'], 'x')).toThrow(/outside/);
+    expect(() => builder.set(['spec'], {})).toThrow(/outside/);
+  });
+
+  test('values in operations are copies: later changes to the draft do not alter emitted operations', () => {
+    const builder = new PatchBuilder(pod());
+    builder.set(['spec', 'containers', 0, 'resources'], { requests: { cpu: '1' } });
+    builder.set(['spec', 'containers', 0, 'resources', 'requests', 'memory'], '1Gi');
+    expect(builder.patch[0]).toEqual({ op: 'add', path: '/spec/containers/0/resources', value: { requests: { cpu: '1' } } });
+  });
+});
+
+describe('verification', () => {
+  const pod = { spec: { containers: [{ name: 'envoy' }] } };
+
+  test('a patch that does not apply is a PatchVerificationError', () => {
+    expect(() => verifyPatch(pod, [{ op: 'remove', path: '/spec/containers/3' }], pod)).toThrow(PatchVerificationError);
+  });
+
+  test('a patch producing a pod other than the computed one is a PatchVerificationError', () => {
+    expect(() => verifyPatch(pod, [], { spec: { containers: [] } })).toThrow(/does not produce/);
+  });
+
+  test('a patch that introduces a violation is a PatchVerificationError naming it', () => {
+    const patch = [{ op: 'add' as const, path: '/spec/containers/1', value: { name: 'envoy' } }];
+    const expected = { spec: { containers: [{ name: 'envoy' }, { name: 'envoy' }] } };
+    expect(() => verifyPatch(pod, patch, expected)).toThrow(/duplicate container name envoy/);
+  });
+
+  test('violations already in the input are not blamed on the patch', () => {
+    const invalid = { spec: { containers: [{ name: 'envoy', ports: [{ containerPort: 1, name: 'Way-Too-Long-Port-Name' }] }] } };
+    const patch = [{ op: 'add' as const, path: '/spec/terminationGracePeriodSeconds', value: 30 }];
+    expect(() => verifyPatch(invalid, patch, { ...invalid, spec: { ...invalid.spec, terminationGracePeriodSeconds: 30 } })).not.toThrow();
+  });
+});
