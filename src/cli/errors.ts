@@ -1,0 +1,57 @@
+/**
+ * The two kinds of failure the CLI reports without a stack trace. Anything else reaching `main` is a
+ * drainguard bug and is reported as one.
+ */
+
+/** Wrong flags or arguments: exit 2, with a pointer to `--help`. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** Bad input the user can fix (unreadable file, invalid YAML, a denied override): exit 1. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InputError';
+  }
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/**
+ * A failure that is drainguard's fault, not the user's (e.g. a PatchVerificationError from the core):
+ * reported as a bug, with the location being processed and the original error as `cause`.
+ */
+export class DrainguardBugError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DrainguardBugError';
+  }
+}
+
+/**
+ * Writes the message for an error that ended a subcommand and returns the exit code. User errors get a
+ * message and no stack trace; anything else is a drainguard bug and says so, with the stack a report needs.
+ */
+export function reportError(error: unknown, writeStderr: (text: string) => void): number {
+  if (error instanceof UsageError) {
+    writeStderr(`${error.message}\n`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof InputError) {
+    writeStderr(`error: ${error.message.replaceAll('\n', '\nerror: ')}\n`);
+    return EXIT_FAILURE;
+  }
+  const cause = error instanceof DrainguardBugError ? error.cause : error;
+  const where = error instanceof DrainguardBugError ? `${error.message}\n` : '';
+  writeStderr(
+    'drainguard: internal error. This is a bug in drainguard, not in your input; please report it with the input.\n' +
+      `${where}${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}\n`,
+  );
+  return EXIT_FAILURE;
+}

@@ -1,0 +1,213 @@
+import { readFileSync } from 'node:fs';
+import { isScalar, type Document } from 'yaml';
+import { ConfigError } from '../config/load';
+import type { Config } from '../config/types';
+import type { Pod } from '../mutate/k8s';
+import { PatchVerificationError } from '../mutate/errors';
+import type { MutationResult } from '../mutate/result';
+import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './report';
+import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
+import { unifiedDiffOfParts } from './diff';
+import { DrainguardBugError, EXIT_OK, InputError, UsageError } from './errors';
+import { formatExplanation } from './explain';
+import { findWorkloads, type Workload } from './workloads';
+import { parseYamlStream, printDocument } from './yaml-stream';
+import { applyPatchToTemplate, podViewOf } from './yaml-patch';
+
+/**
+ * `drainguard inject`: the offline adapter over the core. It finds every pod template in the input,
+ * asks `mutate` for the patch the webhook would send for that pod, and applies it to the template.
+ * Documents it does not change are written back verbatim, so injecting its own output changes nothing.
+ */
+
+export type MutateFunction = (pod: Pod, config: Config) => MutationResult;
+
+export const STDIN_NAME = '-';
+const STDIN_LABEL = '<stdin>';
+
+export function injectStream(source: string, text: string, mutate: MutateFunction, config: Config): InjectedStream {
+  const result: InjectedStream = { source, documents: [], output: '', workloads: [], passedThrough: 0, denials: [] };
+  for (const { number, source: documentText, document } of parseYamlStream(text, source)) {
+    const workloads = findWorkloads(document);
+    if (workloads.length === 0) {
+      if (!isEmptyDocument(document)) result.passedThrough++;
+      result.documents.push({ before: documentText, after: documentText });
+      result.output += documentText;
+      continue;
+    }
+    let changed = false;
+    for (const workload of workloads) {
+      const location = { source, document: number, item: workload.item, kind: workload.kind, name: workload.name };
+      const outcome = mutateWorkload(workload, document, mutate, config, location);
+      if (outcome.status === 'denied') {
+        result.denials.push(`${describeLocation(location)}: denied: ${outcome.message}`);
+        continue;
+      }
+      result.workloads.push({ ...location, outcome });
+      changed ||= outcome.patch.length > 0;
+    }
+    // Only a document drainguard edited is re-serialised; every other one keeps its exact text.
+    const after = changed ? printDocument(document, documentText) : documentText;
+    result.documents.push({ before: documentText, after });
+    result.output += after;
+  }
+  return result;
+}
+
+/** `---` with nothing after it but comments, as when files that start with `---` are concatenated. */
+function isEmptyDocument(document: Document.Parsed): boolean {
+  const { contents } = document;
+  return contents === null || (isScalar(contents) && contents.value === null && contents.source === '');
+}
+
+function mutateWorkload(
+  workload: Workload,
+  document: Document.Parsed,
+  mutate: MutateFunction,
+  config: Config,
+  location: Omit<WorkloadReport, 'outcome'>,
+): MutationResult | NoTemplateOutcome {
+  const { template } = workload;
+  if (workload.aliased) {
+    throw new InputError(
+      `${describeLocation(location)}: its pod template is a YAML alias; inject edits templates in place, which would also edit the anchor: expand the alias first`,
+    );
+  }
+  if (!template) return { status: 'skipped', reason: 'no-pod-template', patch: [], warnings: [] };
+  try {
+    const outcome = mutate(podViewOf(document, template), config);
+    if (outcome.patch.length > 0) applyPatchToTemplate(document, template, outcome.patch);
+    return outcome;
+  } catch (error) {
+    if (error instanceof InputError) throw new InputError(`${describeLocation(location)}: ${error.message}`);
+    // mutate answers every user mistake with a result (skipped, denied); anything thrown is ours.
+    let reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    if (error instanceof PatchVerificationError && error.violations.length > 0) reason += ` (${error.violations.join('; ')})`;
+    throw new DrainguardBugError(`${describeLocation(location)}: ${reason}`, { cause: error });
+  }
+}
+
+/**
+ * Concatenates several injected streams into one YAML stream: each must start a new document, and a
+ * stream that starts with directives needs the previous one closed with `...`.
+ */
+export function joinStreams(texts: readonly string[]): string {
+  let joined = '';
+  for (const text of texts) {
+    if (text === '') continue;
+    if (joined !== '') {
+      if (!joined.endsWith('\n')) joined += '\n';
+      if (firstSignificantLine(text).startsWith('%')) joined += '...\n';
+      else if (!/^---(\s|$)/.test(firstSignificantLine(text))) joined += '---\n';
+    }
+    joined += text;
+  }
+  return joined;
+}
+
+function firstSignificantLine(text: string): string {
+  return text.split('\n').find((line) => line.trim() !== '' && !line.trimStart().startsWith('#')) ?? '';
+}
+
+/** Reads a file, or stdin for `-`; unreadable input is the user's to fix. */
+export function readSourceFile(name: string): string {
+  try {
+    return readFileSync(name === STDIN_NAME ? 0 : name, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const label = name === STDIN_NAME ? STDIN_LABEL : name;
+    if (code === 'ENOENT') throw new InputError(`${label}: no such file`);
+    if (code === 'EISDIR') throw new InputError(`${label}: is a directory, not a YAML file`);
+    if (code === 'EACCES') throw new InputError(`${label}: permission denied`);
+    throw new InputError(`${label}: cannot read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+const INJECT_FLAGS = {
+  filename: { type: 'string', short: 'f', multiple: true, valueName: 'FILE', description: "YAML to inject ('-' for stdin); may be repeated" },
+  config: { type: 'string', valueName: 'FILE', description: 'drainguard configuration file (YAML); defaults otherwise' },
+  diff: { type: 'boolean', description: 'print a unified diff of input and output instead of the YAML' },
+  explain: { type: 'boolean', description: "print each workload's shutdown timeline and warnings instead of the YAML" },
+  help: { type: 'boolean', short: 'h', description: 'show this help' },
+} as const satisfies FlagSpecs;
+
+export const INJECT_USAGE = `Usage: drainguard inject -f FILE [-f FILE ...] [--config FILE] [--diff | --explain]
+
+Rewrites the Envoy pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet, ReplicaSet, Job,
+CronJob, also inside a List) in multi-document YAML exactly as the drainguard webhook would mutate the
+pods, and writes the YAML to stdout. Every other document passes through byte for byte; running inject
+on its own output changes nothing. Warnings and a summary go to stderr.
+
+Flags:
+${formatFlagHelp(INJECT_FLAGS)}
+
+Exit status: 0 success, 1 unreadable or invalid input (including a denied override annotation), 2 usage error.
+
+Examples:
+  drainguard inject -f envoy.yaml | kubectl apply -f -
+  kubectl get ds envoy -n projectcontour -o yaml | drainguard inject -f - --diff
+  drainguard inject -f envoy.yaml --explain
+`;
+
+export interface InjectEnvironment {
+  mutate: MutateFunction;
+  defaultConfig: () => Config;
+  loadConfigFile: (path: string) => Config;
+  /** Returns the text of a file, or of stdin for `-`; throws an InputError when it cannot. */
+  readSource: (name: string) => string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+/** Returns the exit code; throws UsageError, InputError or DrainguardBugError for `main` to report. */
+export function runInject(argv: readonly string[], environment: InjectEnvironment): number {
+  const flags = parseFlags('drainguard inject', argv, INJECT_FLAGS);
+  if (flags.help) {
+    environment.stdout(INJECT_USAGE);
+    return EXIT_OK;
+  }
+  if (flags.filename.length === 0) {
+    throw new UsageError("drainguard inject: at least one -f FILE is required (-f - reads stdin); see 'drainguard inject --help'");
+  }
+  if (flags.filename.filter((name) => name === STDIN_NAME).length > 1) {
+    throw new UsageError('drainguard inject: stdin (-f -) can be read only once');
+  }
+  if (flags.diff && flags.explain) {
+    throw new UsageError('drainguard inject: --diff and --explain cannot be combined');
+  }
+
+  const config = flags.config === undefined ? environment.defaultConfig() : loadConfig(flags.config, environment);
+  // Every source is read and parsed before anything is written: a bad document anywhere means no partial output.
+  const streams = flags.filename.map((name) =>
+    injectStream(name === STDIN_NAME ? STDIN_LABEL : name, environment.readSource(name), environment.mutate, config),
+  );
+  const denials = streams.flatMap((stream) => stream.denials);
+  if (denials.length > 0) throw new InputError(denials.join('\n'));
+
+  for (const { workloads } of streams) {
+    for (const workload of workloads) {
+      for (const warning of workload.outcome.warnings) environment.stderr(`warning: ${describeLocation(workload)}: ${warning}\n`);
+    }
+  }
+  if (flags.diff) {
+    for (const stream of streams) {
+      environment.stdout(unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`));
+    }
+  } else if (flags.explain) {
+    environment.stdout(formatExplanation(streams.flatMap((stream) => stream.workloads)));
+  } else {
+    environment.stdout(joinStreams(streams.map((stream) => stream.output)));
+  }
+  environment.stderr(`${summarize(streams)}\n`);
+  return EXIT_OK;
+}
+
+function loadConfig(path: string, environment: InjectEnvironment): Config {
+  try {
+    return environment.loadConfigFile(path);
+  } catch (error) {
+    // A ConfigError is written for users (it names the file and the bad setting); anything else is a bug.
+    if (error instanceof ConfigError) throw new InputError(error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,93 @@
+import { isDeepStrictEqual } from 'node:util';
+import { applyPatch, unescapePathComponent, type Operation } from 'fast-json-patch';
+import { isAlias, isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap } from 'yaml';
+import type { Pod } from '../mutate/k8s';
+import { InputError } from './errors';
+import type { PatchOperation } from '../mutate/result';
+
+/**
+ * Applies a mutation patch to a pod template inside a YAML document, editing the document's syntax tree
+ * so that everything the patch does not touch keeps its comments and style.
+ *
+ * fast-json-patch is the reference: the patch is applied to the template's plain-object form first
+ * (which also validates it), the same operations are then replayed on the syntax tree, and the two
+ * results must agree. A disagreement, or a patch that does not apply, is a drainguard bug.
+ */
+export function applyPatchToTemplate(document: Document.Parsed, template: YAMLMap, patch: readonly PatchOperation[]): void {
+  const podView = podViewOf(document, template);
+  // Copied: fast-json-patch inserts the operations' values by reference and later operations may edit them.
+  const expected = applyPatch(toPlainJson(podView), toPlainJson(patch) as Operation[], true, true).newDocument;
+  if (!template.has('metadata')) insertPairBefore(document, template, 'metadata', {}, 'spec');
+  else if (!isMap(template.get('metadata', true))) template.set('metadata', document.createNode({}));
+  for (const operation of patch) replayOnSyntaxTree(document, template, operation);
+
+  const actual = toPlainJson(template.toJS(document));
+  if (!isDeepStrictEqual(actual, expected)) {
+    throw new Error('the edited YAML does not match the patched pod template');
+  }
+}
+
+/**
+ * The pod the webhook would be sent for this template: its JSON form, with the `metadata` a workload's
+ * template may omit but a pod never does.
+ */
+export function podViewOf(document: Document.Parsed, template: YAMLMap): Pod {
+  const view = toPlainJson(template.toJS(document)) as Pod;
+  return { ...view, metadata: view.metadata ?? {} };
+}
+
+/** The JSON the API server would see: dates as strings, no undefined, no YAML-only types. */
+export function toPlainJson(value: unknown): unknown {
+  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+}
+
+function replayOnSyntaxTree(document: Document.Parsed, template: YAMLMap, operation: PatchOperation): void {
+  const keys = operation.path.split('/').slice(1).map(unescapePathComponent);
+  const lastKey = keys.pop();
+  if (lastKey === undefined) throw new Error(`patch operation on the whole pod is not supported: ${operation.path}`);
+
+  let parent: unknown = template;
+  for (const key of keys) {
+    parent = isSeq(parent) ? parent.get(Number(key), true) : isMap(parent) ? findPair(parent, key)?.value : undefined;
+    if (isAlias(parent)) {
+      // The user's YAML, not a bug: say what to change.
+      throw new InputError(`drainguard must edit ${operation.path}, which is a YAML alias; editing it would also edit its anchor: expand the alias first`);
+    }
+  }
+
+  // What drainguard adds is a block of several lines; `{name: x, annotations: {...}}` would not stay readable.
+  if ((isMap(parent) || isSeq(parent)) && operation.op !== 'remove') parent.flow = false;
+  const node = operation.op === 'remove' ? undefined : document.createNode(operation.value, { aliasDuplicateObjects: false });
+  if (isMap(parent)) {
+    const pair = findPair(parent, lastKey);
+    if (operation.op === 'remove') {
+      if (!pair) throw new Error(`${operation.path}: no such key in the YAML (a merge key?)`);
+      parent.items.splice(parent.items.indexOf(pair), 1);
+    } else if (pair) pair.value = node;
+    else parent.items.push(document.createPair(lastKey, node));
+    return;
+  }
+  if (isSeq(parent)) {
+    const index = lastKey === '-' ? parent.items.length : Number(lastKey);
+    if (operation.op === 'add') parent.items.splice(index, 0, node);
+    else if (operation.op === 'replace') parent.items[index] = node;
+    else parent.items.splice(index, 1);
+    return;
+  }
+  throw new Error(`${operation.path}: no map or list to edit in the YAML`);
+}
+
+function insertPairBefore(document: Document.Parsed, map: YAMLMap, key: string, value: unknown, beforeKey: string): void {
+  const pair = document.createPair(key, value);
+  const before = findPair(map, beforeKey);
+  if (before) map.items.splice(map.items.indexOf(before), 0, pair);
+  else map.items.push(pair);
+}
+
+/**
+ * The entry whose key reads as `key` in JSON. A JSON Pointer segment is always a string, while YAML may
+ * have parsed the key as a number (a label named `8080`) or a boolean (`on`, in YAML 1.1).
+ */
+function findPair(map: YAMLMap, key: string): Pair | undefined {
+  return map.items.find((pair): pair is Pair => String(isScalar(pair.key) ? pair.key.value : pair.key) === key);
+}

@@ -1,0 +1,60 @@
+import { formatExplanation } from '../../../src/cli/explain';
+import type { WorkloadReport } from '../../../src/cli/report';
+import { FAKE_TIMELINE } from './fake-mutate';
+
+const at = { source: 'envoy.yaml', document: 1, item: null, kind: 'DaemonSet', name: 'projectcontour/envoy' } as const;
+
+describe('formatExplanation', () => {
+  test('a mutated workload: heading with actions, an aligned timeline table, its warnings', () => {
+    const report: WorkloadReport = {
+      ...at,
+      outcome: { status: 'mutated', patch: [], actions: ['prestop', 'liveness-probe'], warnings: ['memory limit is tight'], timeline: FAKE_TIMELINE },
+    };
+    expect(formatExplanation([report])).toBe(
+      [
+        'envoy.yaml: document 1: DaemonSet projectcontour/envoy: mutated (prestop, liveness-probe)',
+        "  grace period      300s                     the pod's terminationGracePeriodSeconds",
+        '  drain delay       0s                       wait before failing health checks',
+        '  minimum drain     5s                       never finish the drain earlier',
+        '  deadline          290s                     preStop --deadline: grace period - 10s',
+        '  liveness budget   340s                     probe added by drainguard; outlasts the grace period by 40s',
+        '  admin address     unix:/admin/admin.sock',
+        '  min connections   0                        drain done at or below this many connections',
+        '  warnings:',
+        '    - memory limit is tight',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test("a user's liveness probe shorter than the grace period is called out; a missing one says so", () => {
+    const short: WorkloadReport = {
+      ...at,
+      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...FAKE_TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user' } },
+    };
+    const text = formatExplanation([short]);
+    expect(text).toContain('unchanged (already injected by this drainguard version)');
+    expect(text).toMatch(/liveness budget +33s +the workload's own probe; 267s SHORTER than the grace period/);
+    expect(text).toContain('  warnings: none\n');
+    const none = formatExplanation([
+      { ...at, outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...FAKE_TIMELINE, livenessBudgetSeconds: null, livenessSource: 'none', gracePeriodSource: 'kubernetes-default', gracePeriodSeconds: 30 } } },
+    ]);
+    expect(none).toMatch(/liveness budget +none +no liveness probe\n/);
+    expect(none).toMatch(/grace period +30s +not set: the Kubernetes default\n/);
+  });
+
+  test('skipped workloads show the reason and no table', () => {
+    const text = formatExplanation([
+      { ...at, kind: 'Deployment', name: 'web', outcome: { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] } },
+      { ...at, document: 2, item: 3, kind: 'Job', name: 'x', outcome: { status: 'skipped', reason: 'no-pod-template', patch: [], warnings: [] } },
+    ]);
+    expect(text).toBe(
+      'envoy.yaml: document 1: Deployment web: skipped: no Envoy container (not-envoy)\n  warnings: none\n' +
+        '\nenvoy.yaml: document 2, item 3: Job x: skipped: the workload has no pod template (no-pod-template)\n  warnings: none\n',
+    );
+  });
+
+  test('no workloads at all', () => {
+    expect(formatExplanation([])).toBe('No Pod or workload found in the input.\n');
+  });
+});
