@@ -1,0 +1,213 @@
+import { AdminCallError, type AdminClient, type AdminResponse } from './admin-client';
+import type { Clock } from './clock';
+import {
+  formatEnvoyVersion,
+  parseEnvoyVersion,
+  supportsDirectionalGracefulDrain,
+  supportsSkipExit,
+  type EnvoyVersion,
+} from './envoy-version';
+import { countConnections, LISTENER_GAUGES_PATH } from './listener-stats';
+import type { Log } from './log';
+import { parseServerInfo } from './server-info';
+
+export interface DrainSettings {
+  /** How the admin address is shown in the start line (e.g. `unix:/admin/admin.sock`). */
+  adminLabel?: string;
+  deadlineMs: number;
+  drainDelayMs: number;
+  minDrainMs: number;
+  minConnections: number;
+  pollIntervalMs: number;
+  requestTimeoutMs: number;
+  excludeListeners: RegExp[];
+  /** Ask for `drain_listeners?inboundonly` (honoured only on Envoy ≥ 1.34). */
+  inboundOnly: boolean;
+}
+
+export interface DrainDeps {
+  admin: AdminClient;
+  clock: Clock;
+  log: Log;
+}
+
+export type DrainReason = 'drained' | 'deadline' | 'admin-unreachable';
+
+export interface DrainSummary {
+  reason: DrainReason;
+  durationMs: number;
+  connectionsAtStart: number | null;
+  connectionsAtEnd: number | null;
+  envoyVersion: string;
+}
+
+/** Attempts per admin call: enough to ride out a blip, few enough that a dead Envoy is noticed at once. */
+export const ATTEMPTS_PER_CALL = 3;
+const RETRY_BACKOFF_MS = [100, 200];
+
+/** Every attempt failed without reaching Envoy: it is gone, and the hook must not hold up termination. */
+class EnvoyGone extends Error {}
+class DeadlineReached extends Error {}
+
+/** An admin call that got no usable answer after its retries (only ever `timeout` or an HTTP 5xx). */
+interface NoAnswer {
+  failed: string;
+}
+
+type CallResult = AdminResponse | NoAnswer;
+const answered = (result: CallResult): result is AdminResponse => !('failed' in result);
+
+/**
+ * The drain of SPEC §4. The timeline, all bounded by `deadline = start + deadlineMs`:
+ * server_info → [drain delay, with an early graceful drain on ≥ 1.28] → healthcheck/fail →
+ * drain_listeners?graceful… → poll the listener gauges until min drain has passed and the count is at
+ * or below the threshold. Never /quitquitquit: the kubelet sends SIGTERM when the hook returns.
+ */
+export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Promise<DrainSummary> {
+  const { admin, clock, log } = deps;
+  const startedAt = clock.now();
+  const deadline = startedAt + settings.deadlineMs;
+  const remaining = () => deadline - clock.now();
+  let version: EnvoyVersion | undefined;
+  let connectionsAtStart: number | null = null;
+  let connectionsAtEnd: number | null = null;
+
+  async function call(method: 'GET' | 'POST', path: string): Promise<CallResult> {
+    let reachedEnvoy = false;
+    let lastFailure = '';
+    for (let attempt = 0; attempt < ATTEMPTS_PER_CALL; attempt++) {
+      if (remaining() <= 0) throw new DeadlineReached();
+      try {
+        const response = await admin.call(method, path, Math.min(settings.requestTimeoutMs, remaining()));
+        reachedEnvoy = true;
+        if (response.status < 500) return response;
+        lastFailure = `HTTP ${response.status}`;
+      } catch (error) {
+        if (!(error instanceof AdminCallError)) throw error;
+        reachedEnvoy ||= error.kind === 'timeout';
+        lastFailure = error.message;
+      }
+      const backoff = RETRY_BACKOFF_MS[attempt];
+      if (backoff !== undefined && attempt < ATTEMPTS_PER_CALL - 1) await clock.sleep(Math.min(backoff, Math.max(0, remaining())));
+    }
+    if (!reachedEnvoy) throw new EnvoyGone(lastFailure);
+    return { failed: lastFailure };
+  }
+
+  async function readConnections(): Promise<number | null> {
+    const result = await call('GET', LISTENER_GAUGES_PATH);
+    if (!answered(result)) return null;
+    if (result.status !== 200) return null;
+    try {
+      return countConnections(result.body, settings.excludeListeners).total;
+    } catch {
+      return null;
+    }
+  }
+
+  async function drainListeners(step: string): Promise<void> {
+    const flags = ['graceful'];
+    if (supportsSkipExit(version)) flags.push('skip_exit');
+    if (settings.inboundOnly && supportsDirectionalGracefulDrain(version)) flags.push('inboundonly');
+    let path = `/drain_listeners?${flags.join('&')}`;
+    let result = await call('POST', path);
+    if (answered(result) && result.status === 400 && flags.includes('skip_exit')) {
+      // An Envoy whose reported version overstates its features: fall back to the plain graceful drain.
+      path = `/drain_listeners?${flags.filter((f) => f !== 'skip_exit').join('&')}`;
+      result = await call('POST', path);
+    }
+    log(step, {
+      path,
+      ...outcomeFields(result),
+      ...(settings.inboundOnly && !supportsDirectionalGracefulDrain(version)
+        ? { note: 'inboundonly needs Envoy >= 1.34; draining all listeners' }
+        : {}),
+    });
+  }
+
+  let reason: DrainReason;
+  try {
+    log('start', {
+      admin: settings.adminLabel,
+      deadline_ms: settings.deadlineMs,
+      drain_delay_ms: settings.drainDelayMs,
+      min_drain_ms: settings.minDrainMs,
+      min_connections: settings.minConnections,
+      poll_interval_ms: settings.pollIntervalMs,
+    });
+
+    const info = await call('GET', '/server_info');
+    const serverInfo = answered(info) && info.status === 200 ? parseServerInfo(info.body) : {};
+    version = serverInfo.version === undefined ? undefined : parseEnvoyVersion(serverInfo.version);
+    log('server-info', { envoy_version: formatEnvoyVersion(version), state: serverInfo.state ?? 'unknown', ...outcomeFields(info) });
+
+    connectionsAtStart = await readConnections();
+    connectionsAtEnd = connectionsAtStart;
+    log('connections', { connections: connectionsAtStart ?? 'unknown' });
+
+    if (settings.drainDelayMs > 0) {
+      // Listeners keep accepting during the delay (the load balancer may still send traffic), but on
+      // ≥ 1.28 a graceful drain with skip_exit already tells connected clients to reconnect elsewhere.
+      if (supportsSkipExit(version)) await drainListeners('drain-delay-drain-listeners');
+      log('drain-delay', { delay_ms: settings.drainDelayMs });
+      await clock.sleep(Math.min(settings.drainDelayMs, Math.max(0, remaining())));
+      if (remaining() <= 0) throw new DeadlineReached();
+    }
+
+    const healthcheck = await call('POST', '/healthcheck/fail');
+    log('healthcheck-fail', outcomeFields(healthcheck));
+    const minDrainEnd = clock.now() + settings.minDrainMs;
+
+    await drainListeners('drain-listeners');
+
+    let lastLogged: number | null | undefined;
+    for (;;) {
+      if (remaining() <= 0) throw new DeadlineReached();
+      const connections = await readConnections();
+      connectionsAtEnd = connections;
+      if (connections !== lastLogged) {
+        log('poll', { connections: connections ?? 'unknown' });
+        lastLogged = connections;
+      }
+      const now = clock.now();
+      const belowThreshold = connections !== null && connections <= settings.minConnections;
+      if (belowThreshold && now >= minDrainEnd) {
+        reason = 'drained';
+        break;
+      }
+      let wakeAt = now + settings.pollIntervalMs;
+      // Already drained but the minimum drain is not over: look again exactly when it is.
+      if (belowThreshold) wakeAt = Math.min(wakeAt, minDrainEnd);
+      await clock.sleep(Math.max(0, Math.min(wakeAt, deadline) - now));
+    }
+  } catch (error) {
+    if (error instanceof EnvoyGone) {
+      reason = 'admin-unreachable';
+      log('admin-unreachable', { error: error.message });
+    } else if (error instanceof DeadlineReached) {
+      reason = 'deadline';
+    } else {
+      throw error;
+    }
+  }
+
+  const summary: DrainSummary = {
+    reason,
+    durationMs: Math.round(clock.now() - startedAt),
+    connectionsAtStart,
+    connectionsAtEnd,
+    envoyVersion: formatEnvoyVersion(version),
+  };
+  log('summary', {
+    reason: summary.reason,
+    duration_ms: summary.durationMs,
+    connections_at_start: summary.connectionsAtStart ?? 'unknown',
+    connections_at_end: summary.connectionsAtEnd ?? 'unknown',
+    envoy_version: summary.envoyVersion,
+  });
+  return summary;
+}
+
+function outcomeFields(result: CallResult): Record<string, unknown> {
+  return answered(result) ? { status: result.status } : { status: 'no-answer', error: result.failed };
+}

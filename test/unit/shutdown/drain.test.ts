@@ -1,0 +1,233 @@
+import { AdminCallError, type AdminClient, type AdminResponse } from '../../../src/shutdown/admin-client';
+import type { Clock } from '../../../src/shutdown/clock';
+import { drainEnvoy, type DrainSettings } from '../../../src/shutdown/drain';
+import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
+import type { LogFields } from '../../../src/shutdown/log';
+
+/** Virtual time: sleeping advances it instantly, so a 290 s timeline runs in microseconds. */
+class FakeClock implements Clock {
+  t = 0;
+  now = () => this.t;
+  sleep = async (ms: number) => {
+    this.t += Math.max(0, ms);
+  };
+}
+
+type Answer = AdminResponse | 'refused' | 'hang';
+interface Call {
+  method: string;
+  path: string;
+  at: number;
+}
+
+/** An admin API scripted as a function of (method, path, virtual time). */
+function fakeAdmin(clock: FakeClock, script: (method: string, path: string, t: number) => Answer) {
+  const calls: Call[] = [];
+  const admin: AdminClient = {
+    async call(method, path, timeoutMs) {
+      calls.push({ method, path, at: clock.t });
+      const answer = script(method, path, clock.t);
+      if (answer === 'refused') throw new AdminCallError('unreachable', 'ECONNREFUSED');
+      if (answer === 'hang') {
+        clock.t += timeoutMs;
+        throw new AdminCallError('timeout', 'no answer');
+      }
+      return answer;
+    },
+  };
+  return { admin, calls };
+}
+
+const ok = (body = 'OK\n'): AdminResponse => ({ status: 200, body });
+const serverInfo = (version: string, state = 'LIVE') => ok(JSON.stringify({ version: `abc/${version}/Clean/RELEASE/BoringSSL`, state }));
+const gauges = (active: number) =>
+  ok(
+    JSON.stringify({
+      stats: [
+        { name: 'listener.0.0.0.0_8080.downstream_cx_active', value: active },
+        { name: 'listener.0.0.0.0_8080.worker_0.downstream_cx_active', value: active },
+        { name: 'listener.0.0.0.0_8002.downstream_cx_active', value: 4 },
+        { name: 'listener.admin.downstream_cx_active', value: 1 },
+      ],
+    }),
+  );
+
+/** A healthy Envoy whose connection count over time is given by `connectionsAt`. */
+function envoy(version: string, connectionsAt: (t: number) => number) {
+  return (method: string, path: string, t: number): Answer => {
+    if (path === '/server_info') return serverInfo(version);
+    if (path === LISTENER_GAUGES_PATH) return gauges(connectionsAt(t));
+    if (method === 'POST') return ok();
+    return { status: 404, body: 'invalid path' };
+  };
+}
+
+const settings = (overrides: Partial<DrainSettings> = {}): DrainSettings => ({
+  deadlineMs: 60_000,
+  drainDelayMs: 0,
+  minDrainMs: 5_000,
+  minConnections: 0,
+  pollIntervalMs: 1_000,
+  requestTimeoutMs: 1_000,
+  excludeListeners: [/_8002$/],
+  inboundOnly: false,
+  ...overrides,
+});
+
+async function run(script: (method: string, path: string, t: number) => Answer, overrides: Partial<DrainSettings> = {}) {
+  const clock = new FakeClock();
+  const { admin, calls } = fakeAdmin(clock, script);
+  const logs: Array<{ phase: string } & LogFields> = [];
+  const summary = await drainEnvoy(settings(overrides), { admin, clock, log: (phase, fields = {}) => logs.push({ phase, ...fields }) });
+  const posts = calls.filter((c) => c.method === 'POST').map((c) => c.path);
+  return { summary, calls, logs, posts, clock };
+}
+
+describe('drainEnvoy', () => {
+  test('calls the admin API in the documented order and exits when drained after the minimum drain', async () => {
+    const { summary, calls, logs } = await run(envoy('1.31.2', (t) => Math.max(0, 3 - Math.floor(t / 2000))), { minDrainMs: 1000 });
+    expect(calls.slice(0, 4).map((c) => `${c.method} ${c.path}`)).toEqual([
+      'GET /server_info',
+      `GET ${LISTENER_GAUGES_PATH}`,
+      'POST /healthcheck/fail',
+      'POST /drain_listeners?graceful&skip_exit',
+    ]);
+    expect(calls.slice(4).every((c) => c.path === LISTENER_GAUGES_PATH)).toBe(true);
+    expect(calls.some((c) => c.path.includes('quitquitquit'))).toBe(false);
+    // 3 connections, one fewer every 2 s: zero from t=6 s, seen by the poll at t=6 s.
+    expect(summary).toEqual({ reason: 'drained', durationMs: 6000, connectionsAtStart: 3, connectionsAtEnd: 0, envoyVersion: '1.31.2' });
+    expect(logs.map((l) => l.phase)).toEqual(['start', 'server-info', 'connections', 'healthcheck-fail', 'drain-listeners', 'poll', 'poll', 'poll', 'poll', 'summary']);
+  });
+
+  test('percent-encodes the gauge filter', () => {
+    expect(LISTENER_GAUGES_PATH).toBe('/stats?format=json&type=Gauges&filter=%5Elistener%5C..*%5C.downstream_cx_active%24');
+  });
+
+  test('waits for the minimum drain even when nothing is connected, and not a poll interval longer', async () => {
+    const { summary } = await run(envoy('1.31.2', () => 0), { minDrainMs: 2500, pollIntervalMs: 1000 });
+    expect(summary.reason).toBe('drained');
+    expect(summary.durationMs).toBe(2500);
+  });
+
+  test('exits when connections are at or below --min-connections', async () => {
+    const { summary } = await run(envoy('1.31.2', (t) => (t < 3000 ? 9 : 2)), { minConnections: 2, minDrainMs: 0 });
+    expect(summary).toMatchObject({ reason: 'drained', durationMs: 3000, connectionsAtEnd: 2 });
+  });
+
+  test('exits at the deadline when connections never close', async () => {
+    const { summary, clock } = await run(envoy('1.31.2', () => 5), { deadlineMs: 10_000 });
+    expect(summary).toMatchObject({ reason: 'deadline', durationMs: 10_000, connectionsAtStart: 5, connectionsAtEnd: 5 });
+    expect(clock.t).toBe(10_000);
+  });
+
+  test('the deadline also bounds the drain delay', async () => {
+    const { summary, posts } = await run(envoy('1.31.2', () => 0), { deadlineMs: 3000, drainDelayMs: 10_000 });
+    expect(summary).toMatchObject({ reason: 'deadline', durationMs: 3000 });
+    expect(posts).toEqual(['/drain_listeners?graceful&skip_exit']);
+  });
+
+  test('an unreachable admin API ends the drain at once, after quick retries', async () => {
+    const { summary, calls, logs } = await run(() => 'refused');
+    expect(summary).toMatchObject({ reason: 'admin-unreachable', connectionsAtStart: null, envoyVersion: 'unknown' });
+    expect(summary.durationMs).toBeLessThan(1000);
+    expect(calls.map((c) => c.path)).toEqual(['/server_info', '/server_info', '/server_info']);
+    expect(logs.at(-1)).toMatchObject({ phase: 'summary', reason: 'admin-unreachable', connections_at_start: 'unknown' });
+  });
+
+  test('an admin API that accepts but never answers is given until the deadline, not longer', async () => {
+    const { summary, calls } = await run(() => 'hang', { deadlineMs: 7_500, requestTimeoutMs: 1000 });
+    expect(summary).toMatchObject({ reason: 'deadline', durationMs: 7_500 });
+    // Envoy is alive but slow: the drain still tried to fail the health check.
+    expect(calls.some((c) => c.path === '/healthcheck/fail')).toBe(true);
+  });
+
+  test('Envoy disappearing mid-drain ends the drain promptly', async () => {
+    const healthy = envoy('1.31.2', () => 4);
+    const { summary } = await run((m, p, t) => (t >= 2000 ? 'refused' : healthy(m, p, t)), { deadlineMs: 60_000 });
+    expect(summary.reason).toBe('admin-unreachable');
+    expect(summary.durationMs).toBeLessThan(2000 + 1000);
+    expect(summary.connectionsAtEnd).toBe(4);
+  });
+
+  test('listener stats hidden by a stats matcher mean "unknown", never zero', async () => {
+    const { summary, logs } = await run(
+      (m, p, t) => (p === LISTENER_GAUGES_PATH ? ok('{"stats":[]}') : envoy('1.31.2', () => 0)(m, p, t)),
+      { deadlineMs: 8000 },
+    );
+    expect(summary).toMatchObject({ reason: 'deadline', connectionsAtStart: null, connectionsAtEnd: null });
+    expect(logs.find((l) => l.phase === 'poll')).toMatchObject({ connections: 'unknown' });
+  });
+
+  test('5xx answers are retried and do not stop the drain', async () => {
+    let failures = 2;
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary, calls } = await run((m, p, t) => (p === '/healthcheck/fail' && failures-- > 0 ? { status: 503, body: '' } : healthy(m, p, t)), {
+      minDrainMs: 0,
+    });
+    expect(calls.filter((c) => c.path === '/healthcheck/fail')).toHaveLength(3);
+    expect(summary.reason).toBe('drained');
+  });
+
+  test('404 / 405 on the mutating endpoints are logged and the drain goes on', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary, logs } = await run((m, p, t) => (p.startsWith('/drain_listeners') ? { status: 404, body: 'invalid path' } : p === '/healthcheck/fail' ? { status: 405, body: '' } : healthy(m, p, t)), { minDrainMs: 0 });
+    expect(summary.reason).toBe('drained');
+    expect(logs.find((l) => l.phase === 'healthcheck-fail')).toMatchObject({ status: 405 });
+    expect(logs.find((l) => l.phase === 'drain-listeners')).toMatchObject({ status: 404 });
+  });
+
+  test('a server_info that fails with 5xx leaves the version unknown: plain graceful drain', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary, posts } = await run((m, p, t) => (p === '/server_info' ? { status: 500, body: '' } : healthy(m, p, t)), { minDrainMs: 0 });
+    expect(summary).toMatchObject({ reason: 'drained', envoyVersion: 'unknown' });
+    expect(posts).toEqual(['/healthcheck/fail', '/drain_listeners?graceful']);
+  });
+
+  test('a 400 to skip_exit falls back to a plain graceful drain', async () => {
+    const healthy = envoy('1.30.0', () => 0);
+    const { posts } = await run((m, p, t) => (p.includes('skip_exit') ? { status: 400, body: 'skip_exit requires graceful\n' } : healthy(m, p, t)), { minDrainMs: 0 });
+    expect(posts).toEqual(['/healthcheck/fail', '/drain_listeners?graceful&skip_exit', '/drain_listeners?graceful']);
+  });
+
+  test('bouncing counts: only a count at or below the threshold after the minimum drain ends it', async () => {
+    const sequence = [3, 0, 2, 0, 4, 1, 0];
+    let poll = 0;
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary } = await run((m, p, t) => (p === LISTENER_GAUGES_PATH ? gauges(sequence[Math.min(poll++, sequence.length - 1)] as number) : healthy(m, p, t)), {
+      minDrainMs: 4000,
+    });
+    // polls: start=3, then t=0:0, 1:2, 2:0, 3:4, 4:1, 5:0 → first zero at or after 4 s is at 5 s.
+    expect(summary).toMatchObject({ reason: 'drained', durationMs: 5000 });
+  });
+
+  describe('version gates', () => {
+    test.each([
+      ['1.27.3', false, ['/healthcheck/fail', '/drain_listeners?graceful']],
+      ['1.28.0', false, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.33.9', true, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.34.0', true, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit&inboundonly']],
+      ['1.34.0', false, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+    ])('Envoy %s, inbound-only %s', async (version, inboundOnly, expected) => {
+      const { posts } = await run(envoy(version, () => 0), { inboundOnly, minDrainMs: 0 });
+      expect(posts).toEqual(expected);
+    });
+
+    test('drain delay on >= 1.28 starts a graceful skip_exit drain first, then fails the health check after the delay', async () => {
+      const { calls } = await run(envoy('1.29.1', () => 0), { drainDelayMs: 4000, minDrainMs: 1000 });
+      const posts = calls.filter((c) => c.method === 'POST');
+      expect(posts.map((c) => [c.path, c.at])).toEqual([
+        ['/drain_listeners?graceful&skip_exit', 0],
+        ['/healthcheck/fail', 4000],
+        ['/drain_listeners?graceful&skip_exit', 4000],
+      ]);
+    });
+
+    test('drain delay before 1.28 only waits', async () => {
+      const { calls } = await run(envoy('1.27.0', () => 0), { drainDelayMs: 4000, minDrainMs: 1000 });
+      expect(calls.filter((c) => c.method === 'POST').map((c) => [c.path, c.at])).toEqual([
+        ['/healthcheck/fail', 4000],
+        ['/drain_listeners?graceful', 4000],
+      ]);
+    });
+  });
+});

@@ -1,0 +1,224 @@
+import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
+
+interface Reply {
+  status: number;
+  body: string;
+  contentType: string | undefined;
+}
+
+/** A raw admin call (no client library shortcuts: the path is sent exactly as given). */
+function call(sim: EnvoyAdminSimulator, method: string, path: string, viaUnix = false): Promise<Reply> {
+  const target = viaUnix ? { socketPath: sim.adminAddress.slice('unix:'.length) } : { host: '127.0.0.1', port: sim.adminPort };
+  return new Promise((resolve, reject) => {
+    const req = request({ ...target, method, path, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, contentType: res.headers['content-type'] }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const sims: EnvoyAdminSimulator[] = [];
+const sockets: Socket[] = [];
+async function simulator(options: SimulatorOptions = {}): Promise<EnvoyAdminSimulator> {
+  const sim = await EnvoyAdminSimulator.start(options);
+  sims.push(sim);
+  return sim;
+}
+function openClient(port: number): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    sockets.push(socket);
+  });
+}
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await Promise.all(sims.splice(0).map((s) => s.stop()));
+});
+
+const GAUGES = '/stats?format=json&type=Gauges&filter=%5Elistener%5C..*%5C.downstream_cx_active%24';
+type Stat = { name: string; value: number };
+const statsOf = (reply: Reply) => (JSON.parse(reply.body) as { stats: Stat[] }).stats;
+
+describe('transport and routing', () => {
+  test('serves both unix socket and TCP; // is normalised', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-'));
+    const sim = await simulator({ unixSocketPath: join(dir, 'admin.sock'), tcp: true });
+    expect((await call(sim, 'GET', '/ready', true)).body).toBe('LIVE\n');
+    expect((await call(sim, 'GET', '/ready')).status).toBe(200);
+    expect((await call(sim, 'GET', '//stats?format=json')).status).toBe(200);
+    expect(sim.requests.map((r) => r.path)).toEqual(['/ready', '/ready', '//stats?format=json']);
+  });
+
+  test('mutating endpoints are POST only (405, or 400 on old Envoy); unknown paths 404', async () => {
+    const sim = await simulator();
+    for (const path of ['/healthcheck/fail', '/healthcheck/ok', '/drain_listeners', '/quitquitquit']) {
+      expect(await call(sim, 'GET', path)).toMatchObject({ status: 405, body: 'Method GET not allowed, POST required.' });
+    }
+    expect(sim.state).toBe('LIVE');
+    expect((await call(sim, 'GET', '/nope')).status).toBe(404);
+    const old = await simulator({ version: '1.20.0' });
+    expect((await call(old, 'GET', '/healthcheck/fail')).status).toBe(400);
+  });
+
+  test('success is 200 OK\\n text/plain', async () => {
+    const sim = await simulator();
+    expect(await call(sim, 'POST', '/healthcheck/ok')).toEqual({ status: 200, body: 'OK\n', contentType: 'text/plain; charset=UTF-8' });
+  });
+});
+
+describe('state machine', () => {
+  test('healthcheck/fail → DRAINING at once, reversible; drain_listeners leaves state alone', async () => {
+    const sim = await simulator();
+    await call(sim, 'POST', '/drain_listeners?graceful');
+    expect((await call(sim, 'GET', '/ready')).status).toBe(200);
+    await call(sim, 'POST', '/healthcheck/fail');
+    expect(await call(sim, 'GET', '/ready')).toMatchObject({ status: 503, body: 'DRAINING\n' });
+    expect(JSON.parse((await call(sim, 'GET', '/server_info')).body).state).toBe('DRAINING');
+    await call(sim, 'POST', '/healthcheck/ok');
+    expect(await call(sim, 'GET', '/ready')).toMatchObject({ status: 200, body: 'LIVE\n' });
+  });
+
+  test('server_info: pretty JSON, snake_case fields', async () => {
+    const sim = await simulator({ version: '1.30.1', drainStrategy: 'Immediate' });
+    const reply = await call(sim, 'GET', '/server_info');
+    expect(reply.contentType).toBe('application/json');
+    expect(reply.body).toMatch(/^\{\n "version": "[0-9a-f]{40}\/1\.30\.1\/Clean\/RELEASE\/BoringSSL",\n "state": "LIVE"/);
+    const info = JSON.parse(reply.body);
+    expect(info).toMatchObject({ hot_restart_version: expect.any(String), uptime_current_epoch: expect.stringMatching(/^\d+s$/), uptime_all_epochs: expect.stringMatching(/^\d+s$/) });
+    expect(info.command_line_options).toMatchObject({ drain_time: '600s', drain_strategy: 'Immediate' });
+    expect(info.node).toBeDefined();
+  });
+});
+
+describe('/drain_listeners version matrix', () => {
+  test.each([
+    ['1.27.0', '/drain_listeners?skip_exit', 200],
+    ['1.28.0', '/drain_listeners?skip_exit', 400],
+    ['1.40.2', '/drain_listeners?skip_exit', 400],
+    ['1.41.0', '/drain_listeners?skip_exit', 200],
+    ['1.30.0', '/drain_listeners?graceful&skip_exit', 200],
+  ])('Envoy %s %s → %d', async (version, path, status) => {
+    const sim = await simulator({ version });
+    const reply = await call(sim, 'POST', path);
+    expect(reply.status).toBe(status);
+    if (status === 400) expect(reply.body).toBe('skip_exit requires graceful\n');
+  });
+
+  test('flags count by presence; a repeated graceful drain is a no-op', async () => {
+    const sim = await simulator({ version: '1.30.0' });
+    await call(sim, 'POST', '/drain_listeners?graceful=false&skip_exit=0');
+    expect(sim.gracefulDrain).toMatchObject({ skipExit: true });
+    const first = sim.gracefulDrain;
+    expect((await call(sim, 'POST', '/drain_listeners?graceful')).status).toBe(200);
+    expect(sim.gracefulDrain).toBe(first);
+  });
+
+  test('before 1.28 skip_exit is ignored: the drain timer stops listeners', async () => {
+    const sim = await simulator({ version: '1.27.0', drainTimeS: 0.05 });
+    await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
+    await sim.waitFor(() => sim.listenersStopped);
+    expect(sim.state).toBe('LIVE');
+  });
+
+  test('with skip_exit listeners keep accepting after the drain time', async () => {
+    const sim = await simulator({ version: '1.30.0', drainTimeS: 0.05 });
+    await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
+    await new Promise((r) => setTimeout(r, 150)); // past the drain time: nothing may happen
+    expect(sim.listenersStopped).toBe(false);
+    await openClient(sim.listenerPorts[0] as number);
+    await sim.waitFor(() => sim.activeConnections() === 1);
+  });
+});
+
+describe('/stats', () => {
+  test('real connections are counted per listener, per worker and admin', async () => {
+    const sim = await simulator({ listeners: [{}, { statName: '0.0.0.0_8002' }], workers: 2 });
+    const [port] = sim.listenerPorts as [number];
+    const clients = await Promise.all([openClient(port), openClient(port), openClient(port)]);
+    await sim.waitFor(() => sim.activeConnections() === 3);
+    const stats = statsOf(await call(sim, 'GET', GAUGES));
+    const name = sim.listenerStatNames()[0] as string;
+    expect(stats).toEqual([
+      { name: 'listener.0.0.0.0_8002.downstream_cx_active', value: 0 },
+      { name: 'listener.0.0.0.0_8002.worker_0.downstream_cx_active', value: 0 },
+      { name: 'listener.0.0.0.0_8002.worker_1.downstream_cx_active', value: 0 },
+      { name: `listener.${name}.downstream_cx_active`, value: 3 },
+      { name: `listener.${name}.worker_0.downstream_cx_active`, value: 2 },
+      { name: `listener.${name}.worker_1.downstream_cx_active`, value: 1 },
+      { name: 'listener.admin.downstream_cx_active', value: 1 },
+      { name: 'listener.admin.main_thread.downstream_cx_active', value: 1 },
+    ]);
+    clients[0]?.end();
+    await sim.waitFor(() => sim.activeConnections() === 2);
+  });
+
+  test('ordering: text readouts, then counters and gauges by name, histograms last', async () => {
+    const sim = await simulator();
+    const stats = JSON.parse((await call(sim, 'GET', '/stats?format=json')).body).stats as Array<Record<string, unknown>>;
+    expect(stats[0]).toEqual({ name: 'control_plane.identifier', value: '' });
+    const names = stats.slice(1, -1).map((s) => s.name as string);
+    expect(names).toEqual([...names].sort());
+    expect(stats.at(-1)).toHaveProperty('histograms.computed_quantiles');
+  });
+
+  test('nothing matching is {"stats":[]}; a bad regex is 400', async () => {
+    const sim = await simulator();
+    expect((await call(sim, 'GET', '/stats?format=json&filter=nomatch')).body).toBe('{"stats":[]}');
+    expect(await call(sim, 'GET', '/stats?format=json&filter=(')).toMatchObject({ status: 400, body: 'Invalid re2 regex' });
+    expect((await call(sim, 'GET', '/stats?format=json&filter=(?=x)')).status).toBe(400);
+  });
+});
+
+describe('faults', () => {
+  test('stats hidden by a matcher', async () => {
+    const sim = await simulator();
+    sim.faults.statsHidden = true;
+    expect((await call(sim, 'GET', GAUGES)).body).toBe('{"stats":[]}');
+  });
+
+  test('5xx, slow and bouncing counts', async () => {
+    const sim = await simulator();
+    sim.faults = { errors: [{ code: 503, paths: /^\/server_info$/ }], slow: { ms: 50, paths: /^\/ready$/ }, bouncingCounts: [2, 0] };
+    expect((await call(sim, 'GET', '/server_info')).status).toBe(503);
+    const before = performance.now();
+    await call(sim, 'GET', '/ready');
+    expect(performance.now() - before).toBeGreaterThanOrEqual(45);
+    const totals = [];
+    for (let i = 0; i < 3; i++) totals.push(statsOf(await call(sim, 'GET', GAUGES))[0]?.value);
+    expect(totals).toEqual([2, 0, 2]);
+  });
+
+  test('hanging: the request is read and recorded but never answered', async () => {
+    const sim = await simulator();
+    sim.faults.hang = {};
+    const pending = call(sim, 'GET', '/server_info').catch(() => 'closed');
+    await sim.waitForRequest(/^\/server_info$/);
+    await sim.waitFor(() => sim.adminConnections() === 1);
+    await sim.die();
+    expect(await pending).toBe('closed');
+  });
+
+  test('dying: the socket vanishes and listener connections drop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-'));
+    const sim = await simulator({ unixSocketPath: join(dir, 'admin.sock') });
+    const client = await openClient(sim.listenerPorts[0] as number);
+    const closed = new Promise((r) => client.on('close', r));
+    await sim.die();
+    await closed;
+    await expect(call(sim, 'GET', '/ready', true)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  test('quitquitquit is recorded (the drain must never send it)', async () => {
+    const sim = await simulator();
+    await call(sim, 'POST', '/quitquitquit');
+    expect(sim.quitRequested).toBe(true);
+  });
+});
