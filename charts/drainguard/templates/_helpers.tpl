@@ -1,0 +1,113 @@
+{{/*
+Chart name, overridable.
+*/}}
+{{- define "drainguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name, used for every namespaced object. Truncated to 63 characters (DNS label);
+the release name is not repeated when it already contains the chart name.
+*/}}
+{{- define "drainguard.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "drainguard.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Selector labels: immutable on a Deployment, so they never include the version.
+*/}}
+{{- define "drainguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "drainguard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "drainguard.labels" -}}
+helm.sh/chart: {{ include "drainguard.chart" . }}
+{{ include "drainguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: drainguard
+{{- end }}
+
+{{- define "drainguard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "drainguard.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The image reference, shared by the server and the installer init container the webhook injects:
+by digest when one is given, else by tag (default: the chart's appVersion).
+*/}}
+{{- define "drainguard.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Cluster-scoped MutatingWebhookConfiguration name: the fullname alone could collide with a release of
+the same name in another namespace, so the namespace is part of it.
+*/}}
+{{- define "drainguard.webhookConfigName" -}}
+{{- printf "%s-%s" (include "drainguard.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Secret holding the serving certificate, per TLS mode.
+*/}}
+{{- define "drainguard.tlsSecretName" -}}
+{{- if eq .Values.tls.mode "secret" }}
+{{- required "tls.secret.name is required when tls.mode is secret" .Values.tls.secret.name }}
+{{- else if eq .Values.tls.mode "certManager" }}
+{{- printf "%s-serving-cert" (include "drainguard.fullname" .) }}
+{{- else }}
+{{- default (printf "%s-tls" (include "drainguard.fullname" .)) .Values.tls.self.secretName }}
+{{- end }}
+{{- end }}
+
+{{- define "drainguard.certManager.servingCertName" -}}
+{{- printf "%s-serving" (include "drainguard.fullname" .) }}
+{{- end }}
+
+{{- define "drainguard.certManager.caName" -}}
+{{- printf "%s-ca" (include "drainguard.fullname" .) }}
+{{- end }}
+
+{{/*
+Only self mode talks to the Kubernetes API (its Secret and the caBundle): the other modes read
+mounted files and get neither a token nor RBAC.
+*/}}
+{{- define "drainguard.needsApiAccess" -}}
+{{- if eq .Values.tls.mode "self" }}true{{ end }}
+{{- end }}
+
+{{/*
+drainguard's config file: .Values.config with the installer image defaulting to the chart's own image,
+so the init container the webhook injects always matches the server that injected it.
+*/}}
+{{- define "drainguard.config" -}}
+{{- $config := deepCopy .Values.config }}
+{{- $installer := $config.installer }}
+{{- if not $installer.image }}
+{{- $_ := set $installer "image" (include "drainguard.image" .) }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}

