@@ -1,5 +1,169 @@
-/** Placeholder until the webhook lands: `drainguard serve` (owned by the webhook work). */
-export async function runServe(_argv: string[]): Promise<number> {
-  process.stderr.write('drainguard serve: not implemented yet\n');
-  return 2;
+/**
+ * `drainguard serve`: flags → a running webhook, until SIGTERM/SIGINT. All behaviour lives in
+ * src/server and src/certs; this file only translates the command line.
+ */
+import { resolve } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../config';
+import { ensureDevCertificates } from '../certs/dev';
+import { startWebhook, type TlsSource } from '../server/start';
+import { parseDuration } from '../shutdown/duration';
+import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './errors';
+
+const COMMAND = 'drainguard serve';
+
+const FLAGS = {
+  host: { type: 'string', valueName: 'ADDR', description: 'listen address (default 0.0.0.0; 127.0.0.1 with --dev)' },
+  port: { type: 'string', valueName: 'N', description: 'HTTPS port (default 8443; 0 picks a free one)' },
+  config: { type: 'string', valueName: 'FILE', description: 'YAML configuration overriding the defaults' },
+  'log-level': { type: 'string', valueName: 'LEVEL', description: 'trace, debug, info (default), warn, error, fatal' },
+  'shutdown-delay': {
+    type: 'string',
+    valueName: 'DURATION',
+    description: 'keep serving this long after SIGTERM while readiness fails (default 5s)',
+  },
+  'tls-mode': { type: 'string', valueName: 'MODE', description: 'files (default) or self' },
+  'tls-cert': { type: 'string', valueName: 'FILE', description: 'files mode: serving certificate (PEM), reloaded on change' },
+  'tls-key': { type: 'string', valueName: 'FILE', description: 'files mode: private key (PEM), reloaded on change' },
+  namespace: { type: 'string', valueName: 'NS', description: 'self mode: namespace of the Secret and Service (default $POD_NAMESPACE)' },
+  'secret-name': { type: 'string', valueName: 'NAME', description: 'self mode: Secret holding the CA and certificate' },
+  'webhook-config-name': {
+    type: 'string',
+    valueName: 'NAME',
+    description: "self mode: MutatingWebhookConfiguration whose caBundle drainguard keeps current",
+  },
+  'service-name': { type: 'string', valueName: 'NAME', description: 'self mode: Service the API server calls (certificate names)' },
+  kubeconfig: { type: 'string', valueName: 'FILE', description: 'self mode: kubeconfig (default: in-cluster service account)' },
+  dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443' },
+  help: { type: 'boolean', short: 'h', description: 'show this help' },
+} satisfies FlagSpecs;
+
+export const SERVE_USAGE = `Usage: ${COMMAND} [flags]
+
+Runs the HTTPS admission webhook: POST /mutate, GET /healthz, /readyz, /metrics.
+
+${formatFlagHelp(FLAGS)}
+`;
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+
+export async function runServe(argv: string[]): Promise<number> {
+  let flags;
+  try {
+    flags = parseFlags(COMMAND, argv, FLAGS);
+  } catch (error) {
+    return usage(error);
+  }
+  if (flags.help) {
+    process.stdout.write(SERVE_USAGE);
+    return EXIT_OK;
+  }
+  let settings: ReturnType<typeof resolveSettings>;
+  try {
+    settings = resolveSettings(flags);
+  } catch (error) {
+    return usage(error);
+  }
+
+  let config: Config;
+  try {
+    config = settings.configFile ? loadConfigFile(settings.configFile) : defaultConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${COMMAND}: ${error.message}\n`);
+    return EXIT_FAILURE;
+  }
+
+  const logger = pino({ level: settings.logLevel, base: { name: 'drainguard' }, timestamp: pino.stdTimeFunctions.isoTime });
+  let running;
+  try {
+    running = await startWebhook({
+      host: settings.host,
+      port: settings.port,
+      config,
+      logger,
+      shutdownDelayMs: settings.shutdownDelayMs,
+      tls: settings.tls.mode === 'dev' ? devCertificates(logger) : settings.tls,
+    });
+  } catch (error) {
+    logger.fatal({ err: error }, 'cannot start');
+    process.stderr.write(`${COMMAND}: ${(error as Error).message}\n`);
+    return EXIT_FAILURE;
+  }
+
+  const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
+    process.once('SIGTERM', () => resolveSignal('SIGTERM'));
+    process.once('SIGINT', () => resolveSignal('SIGINT'));
+  });
+  logger.info({ signal }, 'signal received');
+  await running.shutdown();
+  return EXIT_OK;
+}
+
+function usage(error: unknown): number {
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  return EXIT_USAGE;
+}
+
+function devCertificates(logger: Logger): TlsSource {
+  const paths = ensureDevCertificates(resolve('certs'));
+  logger.info({ caCert: paths.caCert, generated: paths.generated }, 'development certificate (curl --cacert certs/ca.crt)');
+  return { mode: 'files', certPath: paths.cert, keyPath: paths.key };
+}
+
+type Flags = ReturnType<typeof parseFlags<typeof FLAGS>>;
+
+function resolveSettings(flags: Flags) {
+  const fail = (message: string): never => {
+    throw new UsageError(`${COMMAND}: ${message} (see '${COMMAND} --help')`);
+  };
+  const logLevel = flags['log-level'] ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}; got '${logLevel}'`);
+  const port = flags.port === undefined ? 8443 : Number(flags.port);
+  if (!/^\d+$/.test(flags.port ?? '0') || port > 65535) fail(`--port must be 0-65535; got '${flags.port}'`);
+  const shutdownDelayMs = parseDuration(flags['shutdown-delay'] ?? '5s');
+  if (shutdownDelayMs === undefined) fail(`--shutdown-delay must be a duration like 5s or 500ms; got '${flags['shutdown-delay']}'`);
+
+  const mode = flags['tls-mode'] ?? 'files';
+  const given = (names: (keyof Flags)[]) => names.filter((name) => flags[name] !== undefined).map((n) => `--${n}`);
+  const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig']);
+  const fileFlags = given(['tls-cert', 'tls-key']);
+  // `dev` is resolved to files only when starting: generating certificates is not flag parsing.
+  let tls: TlsSource | { mode: 'dev' } | undefined;
+  if (flags.dev) {
+    const conflicting = [...given(['tls-mode']), ...fileFlags, ...selfFlags];
+    if (conflicting.length > 0) fail(`--dev makes its own certificate; drop ${conflicting.join(', ')}`);
+    tls = { mode: 'dev' };
+  } else if (mode === 'files') {
+    if (selfFlags.length > 0) fail(`${selfFlags.join(', ')} only apply to --tls-mode self`);
+    if (!flags['tls-cert'] || !flags['tls-key']) fail('--tls-mode files needs --tls-cert and --tls-key (or use --dev)');
+    tls = { mode: 'files', certPath: flags['tls-cert']!, keyPath: flags['tls-key']! };
+  } else if (mode === 'self') {
+    if (fileFlags.length > 0) fail(`${fileFlags.join(', ')} only apply to --tls-mode files`);
+    const namespace = flags.namespace ?? process.env.POD_NAMESPACE;
+    if (!namespace) fail('--tls-mode self needs --namespace (or $POD_NAMESPACE)');
+    const required = { 'secret-name': flags['secret-name'], 'webhook-config-name': flags['webhook-config-name'], 'service-name': flags['service-name'] };
+    const missing = Object.entries(required).filter(([, v]) => !v).map(([k]) => `--${k}`);
+    if (missing.length > 0) fail(`--tls-mode self needs ${missing.join(', ')}`);
+    tls = {
+      mode: 'self',
+      namespace: namespace!,
+      secretName: required['secret-name']!,
+      webhookConfigName: required['webhook-config-name']!,
+      serviceName: required['service-name']!,
+      kube: flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {},
+    };
+  } else {
+    fail(`--tls-mode must be files or self; got '${mode}'`);
+  }
+  return {
+    host: flags.host ?? (flags.dev ? '127.0.0.1' : '0.0.0.0'),
+    port,
+    logLevel,
+    shutdownDelayMs: shutdownDelayMs!,
+    configFile: flags.config,
+    tls: tls!,
+  };
 }

@@ -1,0 +1,10 @@
+export { createCertificateAuthority, createServingCertificate, serviceDnsNames } from './pki';
+export type { KeyPairPem, ValidityOptions } from './pki';
+export { checkKeyPair, issuedFor, notAfter, splitPemBundle, joinPemBundle } from './inspect';
+export { SelfManagedCertificates, SECRET_KEYS } from './self-managed';
+export type { SelfManagedOptions, ServingMaterial } from './self-managed';
+export { ensureDevCertificates, DEV_CERTIFICATE_NAMES } from './dev';
+export { kubernetesSecretStore, kubernetesCaBundlePublisher, kubeConfigFor, loadKubernetesClient } from './kube';
+export type { SecretStore, CaBundlePublisher, StoredSecret, KubeConnectionOptions } from './kube';
+export { CertificateFileWatcher, readCertificateFiles } from './watch-files';
+export type { CertificateFiles, WatchOptions } from './watch-files';

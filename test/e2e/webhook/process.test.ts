@@ -1,0 +1,259 @@
+/**
+ * The built CLI as Kubernetes runs it: `node dist/cli/main.js serve` in its own process.
+ * Acceptance 5: SIGTERM during load fails readiness first, keeps serving, loses no request in flight, exits 0.
+ * Acceptance 6: `npm start` in a fresh copy of the repository, then the README's curl line.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request } from 'node:https';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ensureDevCertificates } from '../../../src/certs/dev';
+import { KubeApiDouble } from '../../support/kube-api-double';
+import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
+
+const NODE = process.execPath;
+const MAIN = join(REPO_ROOT, 'dist/cli/main.js');
+
+interface Served {
+  child: ChildProcess;
+  port: number;
+  logs: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+/** Starts `drainguard serve` and resolves once its "listening" log line gives the port. */
+function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
+  const child = spawn(NODE, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Record<string, unknown>[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      logs.push(entry);
+      if (entry.msg === 'listening') resolve({ child, port: entry.port as number, logs, exited });
+    });
+    void exited.then((code) => reject(new Error(`serve exited with ${code} before listening: ${stderr}`)));
+  });
+}
+
+const directory = temporaryDirectory();
+let certs: ReturnType<typeof ensureDevCertificates>;
+let ca: string;
+
+beforeAll(() => {
+  // One build per run of this file: the processes under test are the compiled CLI.
+  execFileSync(NODE, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  certs = ensureDevCertificates(directory.path);
+  ca = readFileSync(certs.caCert, 'utf8');
+}, 120_000);
+afterAll(() => directory.remove());
+
+interface LoadReport {
+  ok: number;
+  /** Requests written on an established connection that got no answer, or a non-200 answer. */
+  inFlightFailures: string[];
+  /** Connections the stopped server refused before any request was sent: not failures. */
+  refused: number;
+  okAfterNotReady: number;
+}
+
+/**
+ * Keep-alive clients like kube-apiserver's, each sending reviews back to back until the server refuses
+ * new connections. A request only counts as in flight once its connection is established.
+ */
+function runLoad(port: number, workers: number, isNotReadySeen: () => boolean, onResponse: (count: number) => void): Promise<LoadReport> {
+  const body = JSON.stringify(admissionReview(fixturePods().find(({ name }) => name.startsWith('contour-main'))!.pod));
+  const report: LoadReport = { ok: 0, inFlightFailures: [], refused: 0, okAfterNotReady: 0 };
+  const worker = async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1, ca, servername: 'localhost' });
+    for (;;) {
+      const outcome = await new Promise<'ok' | 'refused' | string>((resolve) => {
+        let established = false;
+        const req = request(
+          { host: '127.0.0.1', port, path: '/mutate', method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode === 200 ? 'ok' : `status ${res.statusCode}`));
+            res.on('error', (error) => resolve(`response error ${error.message}`));
+          },
+        );
+        req.on('socket', (socket) => {
+          if (req.reusedSocket) established = true;
+          else socket.once('secureConnect', () => (established = true));
+        });
+        req.on('error', (error: NodeJS.ErrnoException) => resolve(established ? `in flight: ${error.code ?? error.message}` : 'refused'));
+        req.end(body);
+      });
+      if (outcome === 'ok') {
+        report.ok += 1;
+        if (isNotReadySeen()) report.okAfterNotReady += 1;
+        onResponse(report.ok);
+      } else if (outcome === 'refused') {
+        report.refused += 1;
+        agent.destroy();
+        return;
+      } else {
+        report.inFlightFailures.push(outcome);
+      }
+    }
+  };
+  return Promise.all(Array.from({ length: workers }, worker)).then(() => report);
+}
+
+test('SIGTERM during load: readiness fails first, serving continues, no request in flight fails, exit 0', async () => {
+  const server = await serve(['--host', '127.0.0.1', '--port', '0', '--tls-cert', certs.cert, '--tls-key', certs.key, '--shutdown-delay', '1s']);
+  const readyz = () => httpsRequest({ port: server.port, method: 'GET', path: '/readyz', ca, servername: 'localhost' });
+  expect((await readyz()).status).toBe(200);
+
+  let notReadySeen = false;
+  let signalled: Promise<void> | undefined;
+  const load = runLoad(server.port, 6, () => notReadySeen, (count) => {
+    if (count !== 100) return;
+    server.child.kill('SIGTERM');
+    // Poll readiness on fresh connections until it reports 503 (or the listener is gone).
+    signalled = (async () => {
+      for (;;) {
+        const status = await readyz().then((r) => r.status, () => 'refused' as const);
+        if (status === 503) {
+          notReadySeen = true;
+          return;
+        }
+        if (status === 'refused') throw new Error('listener closed before /readyz reported 503');
+      }
+    })();
+  });
+
+  const report = await load;
+  await signalled;
+  expect(await server.exited).toBe(0);
+
+  expect(report.inFlightFailures).toEqual([]);
+  expect(report.ok).toBeGreaterThan(100);
+  // It kept answering reviews after readiness had failed (the shutdown delay).
+  expect(report.okAfterNotReady).toBeGreaterThan(0);
+  const messages = server.logs.map((entry) => entry.msg);
+  expect(messages).toEqual(expect.arrayContaining(['signal received', 'shutting down: readiness failing, still serving', 'stopped']));
+  expect(messages.indexOf('shutting down: readiness failing, still serving')).toBeLessThan(messages.indexOf('no longer accepting connections; finishing in-flight requests'));
+}, 60_000);
+
+test('admission logs are JSON lines carrying the review uid', async () => {
+  const server = await serve(['--host', '127.0.0.1', '--port', '0', '--tls-cert', certs.cert, '--tls-key', certs.key, '--shutdown-delay', '0s']);
+  const uid = 'b0a1c2d3-0000-4000-8000-000000000001';
+  const result = await httpsRequest({ port: server.port, ca, servername: 'localhost', body: JSON.stringify(admissionReview(fixturePods()[0]!.pod, { uid })) });
+  expect(result.status).toBe(200);
+  server.child.kill('SIGTERM');
+  expect(await server.exited).toBe(0);
+  const entry = server.logs.find((log) => log.uid === uid);
+  expect(entry).toMatchObject({ msg: 'admission', result: 'mutated', level: 30 });
+});
+
+test('--tls-mode self with --kubeconfig: the compiled CLI gets its certificate through the Kubernetes API', async () => {
+  const double = await KubeApiDouble.start();
+  try {
+    double.putWebhookConfiguration({
+      metadata: { name: 'drainguard' },
+      webhooks: [{ name: 'pods.drainguard.io', clientConfig: { service: { name: 'drainguard', namespace: 'drainguard-system' } } }],
+    });
+    const kubeconfig = join(directory.path, 'kubeconfig');
+    writeFileSync(kubeconfig, double.kubeconfigYaml());
+    const server = await serve([
+      ...['--host', '127.0.0.1', '--port', '0', '--shutdown-delay', '0s', '--tls-mode', 'self', '--kubeconfig', kubeconfig],
+      ...['--namespace', 'drainguard-system', '--secret-name', 'drainguard-tls', '--webhook-config-name', 'drainguard', '--service-name', 'drainguard'],
+    ]);
+    const caBundle = await eventually('the caBundle to be published', async () => {
+      const stored = double.webhookConfiguration<{ webhooks: { clientConfig: { caBundle?: string } }[] }>('drainguard');
+      const bundle = stored.webhooks[0]!.clientConfig.caBundle;
+      return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
+    });
+    const ready = await eventually('readiness', async () => {
+      const result = await httpsRequest({ port: server.port, method: 'GET', path: '/readyz', ca: caBundle, servername: 'drainguard.drainguard-system.svc' });
+      return result.status === 200 ? result : undefined;
+    });
+    expect(ready.text).toBe('ready\n');
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  } finally {
+    await double.close();
+  }
+});
+
+test('flag mistakes exit 2 with a message', () => {
+  const run = (args: string[]) => {
+    try {
+      execFileSync(NODE, [MAIN, 'serve', ...args], { cwd: REPO_ROOT, stdio: 'pipe' });
+      return { code: 0, stderr: '' };
+    } catch (error) {
+      const failure = error as { status: number; stderr: Buffer };
+      return { code: failure.status, stderr: failure.stderr.toString() };
+    }
+  };
+  expect(run(['--tls-mode', 'files'])).toEqual({ code: 2, stderr: expect.stringContaining('needs --tls-cert and --tls-key') });
+  expect(run(['--tls-mode', 'self', '--namespace', 'x'])).toEqual({ code: 2, stderr: expect.stringContaining('needs --secret-name, --webhook-config-name, --service-name') });
+  expect(run(['--dev', '--tls-cert', 'x'])).toEqual({ code: 2, stderr: expect.stringContaining('--dev makes its own certificate') });
+  expect(run(['--shutdown-delay', 'soon', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--shutdown-delay must be a duration') });
+  expect(run(['--port', '99999', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--port must be 0-65535') });
+});
+
+/** The README's curl line (README.md once merged; the draft in .tmp until then). */
+function readmeCurlLine(): string {
+  for (const file of ['README.md', '.tmp/readme-webhook.md']) {
+    const path = join(REPO_ROOT, file);
+    if (!existsSync(path)) continue;
+    const line = readFileSync(path, 'utf8').split('\n').find((l) => l.startsWith('curl ') && l.includes('examples/admission-review.json'));
+    if (line) return line;
+  }
+  throw new Error('no curl line posting examples/admission-review.json in README.md or .tmp/readme-webhook.md');
+}
+
+/** What a fresh clone holds: tracked and new, non-ignored files (no dist/, no certs/), plus installed node_modules. */
+function freshCopy(): { path: string; remove: () => void } {
+  const copy = temporaryDirectory();
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT })
+    .toString()
+    .split('\0')
+    .filter((file) => file !== '' && existsSync(join(REPO_ROOT, file)));
+  for (const file of files) {
+    mkdirSync(dirname(join(copy.path, file)), { recursive: true });
+    cpSync(join(REPO_ROOT, file), join(copy.path, file));
+  }
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(copy.path, 'node_modules'));
+  return copy;
+}
+
+test('npm start on a fresh copy, then the README curl line prints the decoded patch', async () => {
+  const copy = freshCopy();
+  expect(existsSync(join(copy.path, 'certs/ca.crt'))).toBe(false);
+  // Its own process group, so the test can stop npm and the server it started together.
+  const npm = spawn('npm', ['start', '--', '--port', '0', '--shutdown-delay', '0s'], { cwd: copy.path, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // 'close': npm and the server it started have exited and released the pipes.
+  const exited = new Promise<number | null>((resolve) => npm.once('close', (code) => resolve(code)));
+  try {
+    let output = '';
+    npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: npm.stdout! }).on('line', (line) => {
+        output += `${line}\n`;
+        if (!line.startsWith('{')) return; // npm's banner and tsc
+        const entry = JSON.parse(line) as { msg?: string; port?: number };
+        if (entry.msg === 'listening') resolve(entry.port!);
+      });
+      void exited.then((code) => reject(new Error(`npm start exited with ${code}:\n${output}`)));
+    });
+    expect(existsSync(join(copy.path, 'certs/ca.crt'))).toBe(true);
+
+    const curl = readmeCurlLine().replace('https://127.0.0.1:8443/', `https://127.0.0.1:${port}/`);
+    const printed = execFileSync('bash', ['-o', 'pipefail', '-c', curl], { cwd: copy.path }).toString();
+    const patch = JSON.parse(printed) as { op: string; path: string }[];
+    expect(patch.length).toBeGreaterThan(0);
+    expect(patch).toEqual(expect.arrayContaining([expect.objectContaining({ op: 'replace', path: '/spec/containers/1/lifecycle/preStop' })]));
+    expect(patch).toEqual(expect.arrayContaining([expect.objectContaining({ op: 'remove', path: '/spec/containers/0' })]));
+  } finally {
+    process.kill(-npm.pid!, 'SIGTERM');
+    await exited;
+    copy.remove();
+  }
+}, 120_000);
