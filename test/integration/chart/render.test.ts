@@ -343,7 +343,7 @@ describe('TLS modes', () => {
 
     // RBAC: its own Secret and its own webhook configuration, by name; `create` alone is unrestricted.
     const role = rulesOf(objects, 'Role');
-    expect(role).toContainEqual({ apiGroups: [''], resources: ['secrets'], resourceNames: [secretName], verbs: ['get', 'update', 'patch'] });
+    expect(role).toContainEqual({ apiGroups: [''], resources: ['secrets'], resourceNames: [secretName], verbs: ['get', 'update'] });
     expect(role).toContainEqual({ apiGroups: [''], resources: ['secrets'], verbs: ['create'] });
     expect(role).toHaveLength(2);
     expect(rulesOf(objects, 'ClusterRole')).toEqual([

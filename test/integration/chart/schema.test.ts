@@ -61,10 +61,10 @@ test('rejects a negative drain setting from a values file', () => {
   expect(stderr).toMatch(/\/config\/drain\/minDrainSeconds/);
 });
 
-test('a grace period not longer than the shutdown delay is refused by the template', () => {
-  const { status, stderr } = renderChartFailure({ set: { terminationGracePeriodSeconds: 5, 'server.shutdownDelaySeconds': 5 } });
+test('a grace period shorter than the shutdown delay plus the in-flight allowance is refused by the template', () => {
+  const { status, stderr } = renderChartFailure({ set: { terminationGracePeriodSeconds: 14, 'server.shutdownDelaySeconds': 5 } });
   expect(status).not.toBe(0);
-  expect(stderr).toMatch(/terminationGracePeriodSeconds must be greater than server.shutdownDelaySeconds/);
+  expect(stderr).toMatch(/terminationGracePeriodSeconds must be at least server.shutdownDelaySeconds \+ 10/);
 });
 
 test('the same values with valid settings are accepted (the rejections are specific)', () => {
@@ -72,7 +72,7 @@ test('the same values with valid settings are accepted (the rejections are speci
     replicaCount: 3,
     tls: { mode: 'secret', secret: { name: 'tls', caBundle: 'Q0E=' } },
     webhook: { failurePolicy: 'Fail', timeoutSeconds: 5 },
-    config: { drain: { drainDelaySeconds: 2.5, minDrainSeconds: 0, minConnections: 0 }, sidecarMode: 'disarm' },
+    config: { drain: { drainDelaySeconds: 3, minDrainSeconds: 0, minConnections: 0 }, sidecarMode: 'disarm' },
   });
   expect(ok.stderr).toBe('');
   expect(ok.status).toBe(0);
