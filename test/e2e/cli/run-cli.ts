@@ -1,23 +1,21 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { delimiter, join, resolve } from 'node:path';
+import { assertBuilt, CLI_MAIN, NODE, REPO_ROOT } from '../../support/build';
 
 /** Runs the built `drainguard` CLI as a separate process, the way users do. */
 
-export const REPO_ROOT = resolve(__dirname, '../../..');
+export { REPO_ROOT };
 /** The shared fixtures sit beside the repository (CI clones it next to `shared/` too). */
 export const SHARED_FIXTURES = resolve(REPO_ROOT, '../shared/fixtures');
 export const CONTOUR_FIXTURES = ['03-envoy-main.yaml', '03-envoy-v1.23.0.yaml', '03-envoy-v1.33.6.yaml'].map((name) =>
   join(SHARED_FIXTURES, 'contour', name),
 );
 
-const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
-const MAIN = join(REPO_ROOT, 'dist/cli/main.js');
+const MAIN = CLI_MAIN;
 
-/** Compiles src to dist once per test file (call from beforeAll). */
+/** jest's globalSetup compiled src to dist before any worker started; this only checks it is there. */
 export function buildCli(): void {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'pipe' });
-  if (!existsSync(MAIN)) throw new Error(`npm run build did not produce ${MAIN}`);
+  assertBuilt();
 }
 
 export interface CliResult {

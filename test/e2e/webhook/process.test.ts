@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ensureDevCertificates } from '../../../src/certs/dev';
+import { assertBuilt, CLI_MAIN, NODE } from '../../support/build';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
 
-const NODE = process.execPath;
-const MAIN = join(REPO_ROOT, 'dist/cli/main.js');
+const MAIN = CLI_MAIN;
 
 interface Served {
   child: ChildProcess;
@@ -45,8 +45,8 @@ let certs: ReturnType<typeof ensureDevCertificates>;
 let ca: string;
 
 beforeAll(() => {
-  // One build per run of this file: the processes under test are the compiled CLI.
-  execFileSync(NODE, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  // The processes under test are the compiled CLI, built by jest's globalSetup.
+  assertBuilt();
   certs = ensureDevCertificates(directory.path);
   ca = readFileSync(certs.caCert, 'utf8');
 }, 120_000);
@@ -198,15 +198,13 @@ test('flag mistakes exit 2 with a message', () => {
   expect(run(['--port', '99999', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--port must be 0-65535') });
 });
 
-/** The README's curl line (README.md once merged; the draft in .tmp until then). */
+/** The README's curl line, run verbatim (port substituted): the README must stay true. */
 function readmeCurlLine(): string {
-  for (const file of ['README.md', '.tmp/readme-webhook.md']) {
-    const path = join(REPO_ROOT, file);
-    if (!existsSync(path)) continue;
-    const line = readFileSync(path, 'utf8').split('\n').find((l) => l.startsWith('curl ') && l.includes('examples/admission-review.json'));
-    if (line) return line;
-  }
-  throw new Error('no curl line posting examples/admission-review.json in README.md or .tmp/readme-webhook.md');
+  const line = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('curl ') && l.includes('examples/admission-review.json'));
+  if (line === undefined) throw new Error('no curl line posting examples/admission-review.json in README.md');
+  return line;
 }
 
 /** What a fresh clone holds: tracked and new, non-ignored files (no dist/, no certs/), plus installed node_modules. */

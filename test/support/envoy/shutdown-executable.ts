@@ -1,55 +1,19 @@
 /**
- * Helpers for end-to-end tests of the built `envoy-shutdown` executable: build it when stale, install
- * it, run it as a separate process and read back its JSON log lines.
+ * Helpers for end-to-end tests of the built `envoy-shutdown` executable: install it, run it as a
+ * separate process and read back its JSON log lines.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { assertBuilt, REPO_ROOT, SHUTDOWN_DIR, SHUTDOWN_EXECUTABLE } from '../build';
 
-export const ROOT = join(__dirname, '../../..');
-export const BUILT_DIR = join(ROOT, 'dist/envoy-shutdown');
-export const BUILT_EXECUTABLE = join(BUILT_DIR, 'envoy-shutdown');
-const NODE = join(ROOT, 'node_modules/.bin/node');
-const LOCK = join(ROOT, 'dist/.envoy-shutdown.build-lock');
+export const ROOT = REPO_ROOT;
+export const BUILT_DIR = SHUTDOWN_DIR;
+export const BUILT_EXECUTABLE = SHUTDOWN_EXECUTABLE;
 
-function newestSourceMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSourceMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-function isFresh(): boolean {
-  if (!existsSync(BUILT_EXECUTABLE)) return false;
-  const sources = Math.max(newestSourceMtime(join(ROOT, 'src/shutdown')), statSync(join(ROOT, 'src/version.ts')).mtimeMs);
-  return statSync(BUILT_EXECUTABLE).mtimeMs >= sources;
-}
-
-/**
- * Builds `dist/envoy-shutdown` unless it is newer than every source file. Jest runs suites in parallel
- * workers, so one worker builds under an exclusive lock file while the others wait for it.
- */
+/** jest's globalSetup builds the executable before any worker starts; this only checks it is there. */
 export async function ensureBuilt(): Promise<void> {
-  if (isFresh()) return;
-  mkdirSync(join(ROOT, 'dist'), { recursive: true });
-  let lock: number;
-  try {
-    lock = openSync(LOCK, 'wx');
-  } catch {
-    const giveUpAt = performance.now() + 120_000;
-    while (existsSync(LOCK) && performance.now() < giveUpAt) await new Promise((r) => setTimeout(r, 100));
-    if (!isFresh()) throw new Error('envoy-shutdown build by another jest worker did not finish');
-    return;
-  }
-  try {
-    execFileSync(NODE, [join(ROOT, 'src/shutdown/build/build-executable.mjs')], { stdio: 'pipe' });
-  } finally {
-    closeSync(lock);
-    rmSync(LOCK, { force: true });
-  }
+  assertBuilt();
 }
 
 export function installTo(dir: string, executable = BUILT_EXECUTABLE): string {

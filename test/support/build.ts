@@ -1,0 +1,48 @@
+/**
+ * The compiled artefacts that end-to-end suites run as separate processes: `dist/` (the drainguard CLI
+ * and server) and `dist/envoy-shutdown/` (the drain program). jest's globalSetup builds them once,
+ * before any worker starts, so no two suites ever race to rewrite `dist/`; suites only assert that the
+ * build is there.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export const REPO_ROOT = resolve(__dirname, '../..');
+/** The project's pinned Node (the system one may be older). */
+export const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
+export const CLI_MAIN = join(REPO_ROOT, 'dist/cli/main.js');
+export const SHUTDOWN_DIR = join(REPO_ROOT, 'dist/envoy-shutdown');
+export const SHUTDOWN_EXECUTABLE = join(SHUTDOWN_DIR, 'envoy-shutdown');
+
+function newestMtime(path: string): number {
+  const stats = statSync(path);
+  if (!stats.isDirectory()) return stats.mtimeMs;
+  return readdirSync(path).reduce((newest, entry) => Math.max(newest, newestMtime(join(path, entry))), stats.mtimeMs);
+}
+
+function isNewerThanSources(artefact: string, sources: readonly string[]): boolean {
+  if (!existsSync(artefact)) return false;
+  const built = statSync(artefact).mtimeMs;
+  return sources.every((source) => newestMtime(join(REPO_ROOT, source)) <= built);
+}
+
+/** Compiles src/ to dist/ (tsc is incremental enough to run every time) and rebuilds the drain program when stale. */
+export function buildAll(log: (line: string) => void = () => undefined): void {
+  log('building dist/ (tsc)');
+  execFileSync(NODE, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  // Bundling and compiling the single executable takes seconds: only when its sources changed.
+  if (!isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/version.ts', 'package-lock.json'])) {
+    log('building dist/envoy-shutdown (npm run build:shutdown)');
+    execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
+  }
+}
+
+/** For suites: fail with a clear message instead of a confusing ENOENT when run without globalSetup. */
+export function assertBuilt(): void {
+  for (const artefact of [CLI_MAIN, SHUTDOWN_EXECUTABLE]) {
+    if (!existsSync(artefact)) {
+      throw new Error(`${artefact} is missing: run the tests through jest (its globalSetup builds) or \`npm run build && npm run build:shutdown\``);
+    }
+  }
+}
