@@ -10,10 +10,10 @@
  * Exit codes: 0 success (a drain always exits 0, whatever Envoy does), 1 failure (install could not
  * write, status could not reach Envoy), 2 usage error.
  */
-import { AdminAddressError, describeAdminAddress, parseAdminAddress } from './admin-address';
+import { AdminAddressError, describeAdminAddress, parseAdminAddress, type AdminAddress } from './admin-address';
 import { AdminCallError, createAdminClient } from './admin-client';
 import { systemClock } from './clock';
-import { drainEnvoy } from './drain';
+import { drainEnvoy, type DrainSettings } from './drain';
 import { flagUsage, parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags';
 import { InstallError, installExecutable } from './install';
 import { createLog, openLogSink } from './log';
@@ -28,6 +28,18 @@ const EXCLUDE_LISTENER_FLAG: FlagSpec = {
   help: 'do not count listeners whose stat name segment (e.g. 0.0.0.0_8002) matches REGEX',
 };
 
+const DRAIN_FLAGS: Record<string, FlagSpec> = {
+  admin: ADMIN_FLAG,
+  deadline: { kind: 'duration', default: '290s', help: 'hard bound on the whole drain (grace period minus a margin)' },
+  'drain-delay': { kind: 'duration', default: '0s', help: 'wait before failing the health check (load balancer deregistration)' },
+  'min-drain': { kind: 'duration', default: '5s', help: 'minimum time between /healthcheck/fail and exit' },
+  'min-connections': { kind: 'count', default: '0', help: 'exit once counted connections are at or below this' },
+  'poll-interval': { kind: 'duration', default: '1s', help: 'how often the listener gauges are read' },
+  'exclude-listener': EXCLUDE_LISTENER_FLAG,
+  'request-timeout': REQUEST_TIMEOUT_FLAG,
+  'inbound-only': { kind: 'boolean', help: 'drain only inbound listeners (drain_listeners?inboundonly, Envoy >= 1.34)' },
+};
+
 const COMMANDS: Record<string, { summary: string; flags: Record<string, FlagSpec>; run: (flags: ParsedFlags) => Promise<number> }> = {
   install: {
     summary: 'copy this program (and its lib/) into DIR atomically, mode 0755',
@@ -36,17 +48,7 @@ const COMMANDS: Record<string, { summary: string; flags: Record<string, FlagSpec
   },
   drain: {
     summary: "drain Envoy through its admin API (Envoy's preStop); always exits 0",
-    flags: {
-      admin: ADMIN_FLAG,
-      deadline: { kind: 'duration', default: '290s', help: 'hard bound on the whole drain (grace period minus a margin)' },
-      'drain-delay': { kind: 'duration', default: '0s', help: 'wait before failing the health check (load balancer deregistration)' },
-      'min-drain': { kind: 'duration', default: '5s', help: 'minimum time between /healthcheck/fail and exit' },
-      'min-connections': { kind: 'count', default: '0', help: 'exit once counted connections are at or below this' },
-      'poll-interval': { kind: 'duration', default: '1s', help: 'how often the listener gauges are read' },
-      'exclude-listener': EXCLUDE_LISTENER_FLAG,
-      'request-timeout': REQUEST_TIMEOUT_FLAG,
-      'inbound-only': { kind: 'boolean', help: 'drain only inbound listeners (drain_listeners?inboundonly, Envoy >= 1.34)' },
-    },
+    flags: DRAIN_FLAGS,
     run: runDrain,
   },
   status: {
@@ -85,9 +87,18 @@ async function runInstall(flags: ParsedFlags): Promise<number> {
   return 0;
 }
 
-async function runDrain(flags: ParsedFlags): Promise<number> {
+/**
+ * `drain`'s arguments as the settings of the drain loop; throws UsageError or AdminAddressError. The
+ * webhook writes these arguments into Envoy's preStop, and a contract test feeds every command it
+ * writes through here: a preStop this refuses would fail at shutdown, with no drain at all.
+ */
+export function parseDrainArguments(args: readonly string[]): { address: AdminAddress; settings: DrainSettings } {
+  return drainSettings(parseFlags(args, DRAIN_FLAGS));
+}
+
+function drainSettings(flags: ParsedFlags): { address: AdminAddress; settings: DrainSettings } {
   const address = parseAdminAddress(required<string>(flags, 'admin'));
-  const settings = {
+  const settings: DrainSettings = {
     adminLabel: describeAdminAddress(address),
     deadlineMs: positiveDuration(flags, 'deadline'),
     drainDelayMs: required<number>(flags, 'drain-delay'),
@@ -98,6 +109,11 @@ async function runDrain(flags: ParsedFlags): Promise<number> {
     excludeListeners: (flags.get('exclude-listener') ?? []) as RegExp[],
     inboundOnly: single<boolean>(flags, 'inbound-only') ?? false,
   };
+  return { address, settings };
+}
+
+async function runDrain(flags: ParsedFlags): Promise<number> {
+  const { address, settings } = drainSettings(flags);
   const sink = openLogSink();
   const log = createLog(sink);
   // Belt and braces: whatever happens inside (a bug, a stuck syscall), the hook returns by the deadline.
