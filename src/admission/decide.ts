@@ -104,6 +104,10 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
       );
     case 'unchanged':
       return answer({ allowed: true, ...withWarnings }, { result: 'unchanged', actions: [], patchOperations: 0 });
+    case 'invalid':
+      // Like an object that is not a Pod at all: the API server decodes pods into typed structs and
+      // never sends these, so this is a malformed request, answered 400 with every bad field named.
+      return badRequest(`request.object is not a valid Pod: ${summariseProblems(result.problems)}`, context);
     case 'mutated': {
       const patch =
         result.patch.length > 0
@@ -115,6 +119,13 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
       );
     }
   }
+}
+
+const MAX_PROBLEMS_SHOWN = 5;
+
+function summariseProblems(problems: readonly string[]): string {
+  const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).join('; ');
+  return problems.length > MAX_PROBLEMS_SHOWN ? `${shown}; and ${problems.length - MAX_PROBLEMS_SHOWN} more` : shown;
 }
 
 function badRequest(message: string, context: Partial<AdmissionOutcome> = {}): AdmissionDecision {

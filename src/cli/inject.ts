@@ -26,7 +26,7 @@ export const STDIN_NAME = '-';
 const STDIN_LABEL = '<stdin>';
 
 export function injectStream(source: string, text: string, mutate: MutateFunction, config: Config): InjectedStream {
-  const result: InjectedStream = { source, documents: [], output: '', workloads: [], passedThrough: 0, denials: [] };
+  const result: InjectedStream = { source, documents: [], output: '', workloads: [], passedThrough: 0, rejections: [] };
   for (const { number, source: documentText, document } of parseYamlStream(text, source)) {
     const workloads = findWorkloads(document);
     if (workloads.length === 0) {
@@ -40,7 +40,11 @@ export function injectStream(source: string, text: string, mutate: MutateFunctio
       const location = { source, document: number, item: workload.item, kind: workload.kind, name: workload.name };
       const outcome = mutateWorkload(workload, document, mutate, config, location);
       if (outcome.status === 'denied') {
-        result.denials.push(`${describeLocation(location)}: denied: ${outcome.message}`);
+        result.rejections.push(`${describeLocation(location)}: denied: ${outcome.message}`);
+        continue;
+      }
+      if (outcome.status === 'invalid') {
+        result.rejections.push(`${describeLocation(location)}: not a valid pod template: ${outcome.problems.join('; ')}`);
         continue;
       }
       result.workloads.push({ ...location, outcome });
@@ -181,8 +185,8 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
   const streams = flags.filename.map((name) =>
     injectStream(name === STDIN_NAME ? STDIN_LABEL : name, environment.readSource(name), environment.mutate, config),
   );
-  const denials = streams.flatMap((stream) => stream.denials);
-  if (denials.length > 0) throw new InputError(denials.join('\n'));
+  const rejections = streams.flatMap((stream) => stream.rejections);
+  if (rejections.length > 0) throw new InputError(rejections.join('\n'));
 
   for (const { workloads } of streams) {
     for (const workload of workloads) {

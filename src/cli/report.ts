@@ -10,7 +10,8 @@ export interface NoTemplateOutcome {
   warnings: string[];
 }
 
-export type WorkloadOutcome = Exclude<MutationResult, { status: 'denied' }> | NoTemplateOutcome;
+/** Denied and invalid workloads are errors of the whole run, never part of the output. */
+export type WorkloadOutcome = Exclude<MutationResult, { status: 'denied' | 'invalid' }> | NoTemplateOutcome;
 
 export interface WorkloadReport {
   source: string;
@@ -31,8 +32,8 @@ export interface InjectedStream {
   workloads: WorkloadReport[];
   /** Documents with content but no Pod or workload in them. */
   passedThrough: number;
-  /** One message per denied workload (an invalid override annotation); any denial fails the run. */
-  denials: string[];
+  /** One message per workload that is denied (an invalid override annotation) or not a valid pod template; any fails the run. */
+  rejections: string[];
 }
 
 /** `file: document 2, item 3: DaemonSet projectcontour/envoy`, the prefix of every message about a workload. */

@@ -11,6 +11,7 @@ import type { Container, Pod } from './k8s';
 import { applyMutations } from './mutations';
 import { hasCurrentStatus } from './mutations/status';
 import { INJECT_FORM, invalidAnnotationMessage, quoteValue, readOverrides } from './overrides';
+import { podShapeProblems } from './pod-shape';
 import type { MutationResult } from './result';
 import { shutdownTimeline } from './timeline';
 import { verifyPatch } from './verify';
@@ -18,16 +19,25 @@ import { verifyPatch } from './verify';
 export * from './result';
 export * from './k8s';
 export { validatePod } from './validate-pod';
+export { podShapeProblems } from './pod-shape';
 export { PatchVerificationError } from './errors';
+
+function isOptedOut(pod: Pod): boolean {
+  const annotations: unknown = (pod as { metadata?: { annotations?: unknown } } | null)?.metadata?.annotations;
+  return typeof annotations === 'object' && annotations !== null && (annotations as Record<string, unknown>)[Annotations.inject] === 'disabled';
+}
 
 function finalEnvoy(pod: Pod, envoyName: string, fallbackIndex: number): Container {
   return pod.spec.containers.find((c) => c.name === envoyName) ?? (pod.spec.containers[fallbackIndex] as Container);
 }
 
 export function mutate(pod: Pod, config: Config): MutationResult {
+  // A pod opted out is left alone, however it is written.
+  if (isOptedOut(pod)) return { status: 'skipped', reason: 'opted-out', patch: [], warnings: [] };
+  const problems = podShapeProblems(pod);
+  if (problems.length > 0) return { status: 'invalid', problems, patch: [], warnings: [] };
   const annotations = pod.metadata?.annotations ?? {};
   const inject = annotations[Annotations.inject];
-  if (inject === 'disabled') return { status: 'skipped', reason: 'opted-out', patch: [], warnings: [] };
   if (inject !== undefined && inject !== 'enabled') {
     return { status: 'denied', message: invalidAnnotationMessage(Annotations.inject, String(inject), INJECT_FORM), patch: [], warnings: [] };
   }

@@ -35,7 +35,12 @@ export type MutationResult =
   | { status: 'unchanged'; patch: []; warnings: string[]; timeline: ShutdownTimeline }
   | { status: 'skipped'; reason: SkipReason; patch: []; warnings: string[] }
   /** An invalid override annotation: the pod must be denied with this message. */
-  | { status: 'denied'; message: string; patch: []; warnings: string[] };
+  | { status: 'denied'; message: string; patch: []; warnings: string[] }
+  /**
+   * Not a well-formed Pod: a field drainguard reads has the wrong JSON type (`problems` names each
+   * one). The API server never sends such a pod; `drainguard inject` may read one from a file.
+   */
+  | { status: 'invalid'; problems: string[]; patch: []; warnings: string[] };
 
 /** The shutdown plan drainguard computed for an Envoy pod (`inject --explain`, logs). */
 export interface ShutdownTimeline {

@@ -57,6 +57,22 @@ describe('decideAdmission', () => {
     expect(decideAdmission(admissionReview(pod), config, skipped).outcome).toMatchObject({ result: 'skipped', skipReason: 'not-envoy' });
   });
 
+  it('answers a pod whose fields have the wrong types with 400 naming them (the real core)', () => {
+    const malformed = { ...pod, spec: { containers: [{ name: 'envoy', image: 7 }], volumes: {} } };
+    const decision = decideAdmission(admissionReview(malformed, { uid: 'u-bad' }), config);
+    expect(decision.httpStatus).toBe(400);
+    expect(decision.body).toEqual({
+      error: 'request.object is not a valid Pod: spec.containers[0].image must be a string, got the number 7; spec.volumes must be a list, got an object',
+    });
+    expect(decision.outcome).toMatchObject({ result: 'invalid', uid: 'u-bad' });
+  });
+
+  it('names at most five bad fields and counts the rest', () => {
+    const containers = Array.from({ length: 7 }, (_, i) => ({ name: `c${i}`, image: i }));
+    const decision = decideAdmission(admissionReview({ ...pod, spec: { containers } }), config);
+    expect((decision.body as { error: string }).error).toMatch(/c?ontainers\[4\]\.image must be a string, got the number 4; and 2 more$/);
+  });
+
   it('denies only for a denied result, with the message', () => {
     const denied: MutateFunction = () => ({ status: 'denied', message: 'drainguard.io/drain-delay: expected a duration', patch: [], warnings: [] });
     const r = response(decideAdmission(admissionReview(pod), config, denied));

@@ -121,8 +121,8 @@ test('an invalid override is denied with the core message, naming the workload',
   const pod = yaml11(text) as unknown as Pod;
   pod.metadata = { ...pod.metadata, annotations: { 'drainguard.io/admin-address': 'http://example.com:9901' } };
   const result = inject('p.yaml', `---\n${stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } })}---\n${stringify(pod)}`);
-  expect(result.denials).toHaveLength(1);
-  expect(result.denials[0]).toMatch(new RegExp(`^p\\.yaml: document 2: Pod ${pod.metadata.namespace ? `${pod.metadata.namespace}/` : ''}${pod.metadata.name}: denied: .*drainguard\\.io/admin-address`));
+  expect(result.rejections).toHaveLength(1);
+  expect(result.rejections[0]).toMatch(new RegExp(`^p\\.yaml: document 2: Pod ${pod.metadata.namespace ? `${pod.metadata.namespace}/` : ''}${pod.metadata.name}: denied: .*drainguard\\.io/admin-address`));
 });
 
 test('several documents: only the Envoy ones change, the others are copied as they were', () => {
@@ -132,4 +132,19 @@ test('several documents: only the Envoy ones change, the others are copied as th
   expect(result.output.startsWith(`${web}---\n`)).toBe(true);
   expect(parseAllDocuments(result.output)).toHaveLength(2);
   expect(result.workloads.map((workload) => workload.outcome.status)).toEqual(['skipped', 'mutated']);
+});
+
+test('a malformed pod template is rejected naming the workload and each bad field, never a crash', () => {
+  const daemonSet = {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: 'envoy', namespace: 'projectcontour' },
+    spec: { template: { spec: { containers: [{ name: 'envoy', image: 'envoyproxy/envoy:v1.31.0', args: ['-c', 5] }], volumes: { 'envoy-config': {} } } } },
+  };
+  const result = inject('ds.yaml', stringify(daemonSet));
+  expect(result.rejections).toEqual([
+    'ds.yaml: document 1: DaemonSet projectcontour/envoy: not a valid pod template: ' +
+      'spec.containers[0].args[1] must be a string, got the number 5; spec.volumes must be a list, got an object',
+  ]);
+  expect(result.workloads).toEqual([]);
 });

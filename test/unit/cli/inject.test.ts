@@ -147,7 +147,7 @@ items:
 
   test('a denied workload is reported with file, document, item, workload and the message', () => {
     const denied = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu: lots}\nspec:\n  containers: [{name: envoy}]\n`;
-    expect(inject(`${SERVICE}---\n${denied}`).denials).toEqual([
+    expect(inject(`${SERVICE}---\n${denied}`).rejections).toEqual([
       'in.yaml: document 2: Pod p: denied: drainguard.io/envoy-cpu: "lots" is not a quantity',
     ]);
   });
