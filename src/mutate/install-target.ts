@@ -1,10 +1,10 @@
 /**
  * Where the installer puts the drain program so that Envoy can execute it: the bootstrap volume
  * (the volume Envoy mounts at the directory of its `-c` file), at the same mountPath and subPath,
- * when it is an emptyDir; otherwise a dedicated emptyDir mounted read-only into Envoy.
+ * when it is a plain disk emptyDir; otherwise a dedicated emptyDir mounted read-only into Envoy.
  */
 import type { Config } from '../config/types';
-import type { Container, Pod } from './k8s';
+import type { Container, Pod, Volume } from './k8s';
 import { configPath } from './envoy-args';
 import { INSTALLED_PROGRAM_NAME } from './hooks';
 
@@ -40,6 +40,16 @@ function bootstrapMount(envoy: Container): InstallMount | undefined {
   return best;
 }
 
+/**
+ * The program is about 110 MB. In a memory-backed emptyDir it would count against the pod's memory
+ * (and could get Envoy OOM-killed); under a sizeLimit it could get the pod evicted. Only a disk
+ * emptyDir with no limit takes it; anything else gets drainguard's own volume.
+ */
+function canHoldProgram(volume: Volume | undefined): boolean {
+  const emptyDir = volume?.emptyDir;
+  return emptyDir !== undefined && (emptyDir.medium === undefined || emptyDir.medium === '') && emptyDir.sizeLimit === undefined;
+}
+
 export function findInstallTarget(pod: Pod, envoy: Container, config: Config): InstallTarget {
   const { installer } = config;
   const clash = [...pod.spec.containers, ...(pod.spec.ephemeralContainers ?? [])].find((c) => c.name === installer.containerName);
@@ -50,7 +60,7 @@ export function findInstallTarget(pod: Pod, envoy: Container, config: Config): I
   const volumes = pod.spec.volumes ?? [];
   const bootstrap = bootstrapMount(envoy);
   const bootstrapVolume = bootstrap && volumes.find((v) => v.name === bootstrap.volumeName);
-  if (bootstrap !== undefined && bootstrapVolume?.emptyDir !== undefined && bootstrap.mountPath !== '/') {
+  if (bootstrap !== undefined && canHoldProgram(bootstrapVolume) && bootstrap.mountPath !== '/') {
     return { kind: 'bootstrap-volume', mount: bootstrap };
   }
 

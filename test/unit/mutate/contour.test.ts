@@ -131,3 +131,22 @@ test('Contour pod template without metadata: the annotations are created with th
   expect(after.metadata?.annotations?.['drainguard.io/status']).toBeDefined();
   for (const op of result.patch) expect(op.path).toMatch(/^\/(metadata|spec)(\/|$)/);
 });
+
+describe('a bootstrap emptyDir that cannot hold the ~110 MB program: drainguard\'s own volume instead', () => {
+  test.each([
+    ['memory-backed (it would count against the pod\'s memory)', { medium: 'Memory' }],
+    ['size-limited (exceeding it gets the pod evicted)', { sizeLimit: '64Mi' }],
+  ])('%s', (_label, emptyDir) => {
+    const pod = loadPod('contour-main.yaml');
+    const config = pod.spec.volumes?.find((v) => v.name === 'envoy-config');
+    if (config === undefined) throw new Error('fixture without envoy-config');
+    config.emptyDir = emptyDir;
+    const { after } = mutateOk(pod);
+    const { fallbackVolumeName, fallbackMountPath } = defaultConfig().installer;
+    expect(after.spec.volumes).toContainEqual({ name: fallbackVolumeName, emptyDir: {} });
+    expect(container(after, 'drainguard-install').volumeMounts).toEqual([{ name: fallbackVolumeName, mountPath: fallbackMountPath }]);
+    expect(drainArgs(container(after, 'envoy')).program).toBe(`${fallbackMountPath}/drainguard/envoy-shutdown`);
+    // The bootstrap volume itself is left exactly as it was.
+    expect(after.spec.volumes?.find((v) => v.name === 'envoy-config')).toEqual({ name: 'envoy-config', emptyDir });
+  });
+});
