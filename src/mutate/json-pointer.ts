@@ -6,9 +6,14 @@
 export type PathSegment = string | number;
 
 export function escapeSegment(segment: PathSegment): string {
-  return String(segment).replace(/~/g, '~0').replace(/\//g, '~1');
+  const text = String(segment);
+  // Almost every segment (field names, indices) has neither character: skip the two replace passes.
+  if (!text.includes('~') && !text.includes('/')) return text;
+  return text.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 export function toPointer(segments: readonly PathSegment[]): string {
-  return segments.map((segment) => `/${escapeSegment(segment)}`).join('');
+  let pointer = '';
+  for (const segment of segments) pointer += `/${escapeSegment(segment)}`;
+  return pointer;
 }

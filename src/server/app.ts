@@ -57,7 +57,7 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
       const started = process.hrtime.bigint();
       const review = parseJsonBody(req.body);
       const decision = core ? decideAdmission(review, config, core) : decideAdmission(review, config);
-      res.status(decision.httpStatus).json(decision.body);
+      sendJson(res, decision.httpStatus, decision.body);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.recordAdmission(decision.outcome, seconds);
       const { outcome } = decision;
@@ -76,6 +76,20 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
   });
   app.use(errorHandler(metrics, logger));
   return app;
+}
+
+/**
+ * What `res.status(status).json(body)` sends for a POST (same status, `Content-Type` and
+ * `Content-Length`, no ETag since it is disabled, never a 304 since only GET/HEAD can be fresh), written
+ * directly: express's version looks up four app settings, re-parses the Content-Type it just set to add
+ * the charset and copies the body into a Buffer, on every admission.
+ */
+function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }
 
 const requireJsonContentType: RequestHandler = (req, _res, next) => {

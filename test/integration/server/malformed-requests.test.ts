@@ -64,6 +64,9 @@ const corpus: Case[] = [
   ['containers not an array', 400, /spec.containers must be an array/, { body: withRequest({ object: { kind: 'Pod', spec: { containers: 'envoy' } } }) }],
   ['dryRun not boolean', 400, /request.dryRun must be a boolean/, { body: withRequest({ dryRun: 'true' }) }],
   ['very deep nesting', 400, /nests deeper than 100 levels/, { body: deep(20_000) }],
+  // The limit is exact: 100 levels pass the depth check (and fail as a non-object), 101 do not.
+  ['nesting at the limit', 400, /must be a JSON object, got an array/, { body: deep(100) }],
+  ['nesting one past the limit', 400, /nests deeper than 100 levels/, { body: deep(101) }],
   ['deep nesting inside the pod', 400, /nests deeper than 100 levels/, { body: withRequest({ object: { ...pod, extra: JSON.parse(deep(150)) } }) }],
   ['huge string (uid)', 400, /request.uid must be at most 128 characters/, { body: withRequest({ uid: 'x'.repeat(BODY_LIMIT / 2) }) }],
   ['huge string over the body limit', 413, /exceeds the 65536 byte limit/, { body: withRequest({ uid: 'x'.repeat(BODY_LIMIT * 4) }) }],
@@ -96,6 +99,12 @@ describe('malformed requests', () => {
     const result = await lyingContentLength();
     expect(result).toMatch(/^HTTP\/1\.1 400/);
     expect(result).toMatch(/"error":"request ended before its body was complete/);
+  });
+
+  it('accepts a review that starts with a UTF-8 byte order mark', async () => {
+    const result = await httpsRequest({ port, ca, servername: 'localhost', body: Buffer.from(`\ufeff${review()}`, 'utf8') });
+    expect(result.status).toBe(200);
+    expect(result.json).toMatchObject({ response: { allowed: true } });
   });
 
   it('is still up and answering valid reviews after the whole corpus', async () => {
