@@ -117,41 +117,70 @@ function matchesScalar(shape: Exclude<Shape, object>, value: unknown): boolean {
   }
 }
 
-/** Problems are collected rather than thrown, so one message can name every bad field. */
-function check(shape: Shape, value: unknown, path: string, problems: string[]): void {
-  if (typeof shape === 'string') {
-    if (!matchesScalar(shape, value)) problems.push(`${path} must be ${EXPECTED[shape]}, got ${describeValue(value)}`);
-    return;
+/**
+ * Walks `value` against `shape`. This runs on every admission, so the path is a stack of segments
+ * turned into text only when a problem is found, and keys are visited without building entry arrays.
+ * Problems are collected rather than thrown, so one message can name every bad field.
+ */
+class ShapeChecker {
+  readonly problems: string[] = [];
+  /** Field names, list indices and quoted map keys, as in `spec.containers[1].args[0]`. */
+  private readonly path: (string | number)[] = [];
+
+  private report(text: string): void {
+    let where = '';
+    for (const segment of this.path) {
+      if (typeof segment === 'number') where += `[${segment}]`;
+      else if (segment.startsWith('[')) where += segment;
+      else where += where === '' ? segment : `.${segment}`;
+    }
+    this.problems.push(`${where} ${text}`);
   }
-  if ('list' in shape) {
-    if (!Array.isArray(value)) {
-      problems.push(`${path} must be a list, got ${describeValue(value)}`);
+
+  private descend(segment: string | number, shape: Shape | undefined, value: unknown): void {
+    this.path.push(segment);
+    if (shape === undefined) this.report('is required');
+    else this.check(shape, value);
+    this.path.pop();
+  }
+
+  check(shape: Shape, value: unknown): void {
+    if (typeof shape === 'string') {
+      if (!matchesScalar(shape, value)) this.report(`must be ${EXPECTED[shape]}, got ${describeValue(value)}`);
       return;
     }
-    // Every index, holes included (forEach would skip them).
-    for (let index = 0; index < value.length; index += 1) check(shape.list, value[index], `${path}[${index}]`, problems);
-    return;
-  }
-  if (!isMapping(value)) {
-    problems.push(`${path} must be an object, got ${describeValue(value)}`);
-    return;
-  }
-  if ('map' in shape) {
-    for (const [key, item] of Object.entries(value)) check(shape.map, item, `${path}[${JSON.stringify(key)}]`, problems);
-    return;
-  }
-  for (const key of shape.required ?? []) {
-    if (value[key] === undefined) problems.push(`${path}.${key} is required`);
-  }
-  for (const [key, fieldShape] of Object.entries(shape.object)) {
-    // An explicit null is reported too: a JSON Patch `add` below a null parent cannot apply.
-    if (value[key] !== undefined) check(fieldShape, value[key], `${path}.${key}`, problems);
+    if ('list' in shape) {
+      if (!Array.isArray(value)) {
+        this.report(`must be a list, got ${describeValue(value)}`);
+        return;
+      }
+      // Every index, holes included (for...of on entries or forEach would skip them).
+      for (let index = 0; index < value.length; index += 1) this.descend(index, shape.list, value[index]);
+      return;
+    }
+    if (!isMapping(value)) {
+      this.report(`must be an object, got ${describeValue(value)}`);
+      return;
+    }
+    if ('map' in shape) {
+      // Map keys are shown quoted: annotation keys hold dots and slashes.
+      for (const key in value) this.descend(`[${JSON.stringify(key)}]`, shape.map, value[key]);
+      return;
+    }
+    for (const key of shape.required ?? []) {
+      if (value[key] === undefined) this.descend(key, undefined, undefined);
+    }
+    for (const key in shape.object) {
+      const field = value[key];
+      // An explicit null is reported too: a JSON Patch `add` below a null parent cannot apply.
+      if (field !== undefined) this.descend(key, shape.object[key], field);
+    }
   }
 }
 
 /** Every shape problem of the fields drainguard reads, as `path must be …` sentences; [] when fine. */
 export function podShapeProblems(pod: unknown): string[] {
-  const problems: string[] = [];
-  check(POD, pod, 'pod', problems);
-  return problems.map((problem) => problem.replace(/^pod\./, ''));
+  const checker = new ShapeChecker();
+  checker.check(POD, pod);
+  return checker.problems;
 }
