@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { applyPatch as applyWithCore } from 'fast-json-patch';
-import { applyPatch as applyIndependently, type Operation } from 'rfc6902';
+import { applyIndependently, jsonCopy } from '../support/independent-patch';
 import { mutate, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/annotations';
 import { findEnvoy, findShutdownManagers } from '../../src/mutate/detect';
@@ -13,20 +13,11 @@ import { validPodCase, type GeneratedCase } from './pod-arbitrary';
 const RUNS = 300;
 const STATUS = 'drainguard.io/status';
 
-function copy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
-}
-
-function independentApply(pod: Pod, patch: readonly unknown[]): Pod {
-  const target = copy(pod);
-  const errors = applyIndependently(target, copy(patch) as Operation[]).filter((e) => e !== null);
-  if (errors.length > 0) throw new Error(`rfc6902 rejected the patch: ${errors.map(String).join('; ')}`);
-  return target;
-}
+const copy = jsonCopy;
 
 function patched({ pod, config }: GeneratedCase): { result: MutationResult; after: Pod } {
   const result = mutate(pod, config);
-  return { result, after: independentApply(pod, result.patch) };
+  return { result, after: applyIndependently(pod, result.patch) };
 }
 
 function withoutStatus(pod: Pod): Pod {

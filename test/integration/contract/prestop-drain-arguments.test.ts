@@ -7,26 +7,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { applyPatch, type Operation } from 'rfc6902';
 import { parse } from 'yaml';
 import { defaultConfig, type Config } from '../../../src/config';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
 import { parseDrainArguments } from '../../../src/shutdown/main';
 import { validPodCase } from '../../property/pod-arbitrary';
+import { applyIndependently } from '../../support/independent-patch';
 
 const POD_FIXTURES = join(__dirname, '../../fixtures/pods');
-
-/** A JSON copy: under jest's VM, structuredClone's arrays come from another realm and rfc6902 copies them as objects. */
-function copy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
-}
-
-function applied(pod: Pod, patch: readonly unknown[]): Pod {
-  const target = copy(pod);
-  const errors = applyPatch(target, copy(patch) as Operation[]).filter((e) => e !== null);
-  if (errors.length > 0) throw new Error(`patch did not apply: ${errors.map(String).join('; ')}`);
-  return target;
-}
 
 function drainHooks(pod: Pod): { container: Container; command: string[] }[] {
   return pod.spec.containers.flatMap((container) => {
@@ -39,7 +27,7 @@ function drainHooks(pod: Pod): { container: Container; command: string[] }[] {
 function checkContract(pod: Pod, config: Config): boolean {
   const result = mutate(pod, config);
   if (result.status !== 'mutated' || result.timeline.drainInstalled === false) return false;
-  const after = applied(pod, result.patch);
+  const after = applyIndependently(pod, result.patch);
   const hooks = drainHooks(after);
   expect(hooks).toHaveLength(1);
   const command = hooks[0]?.command ?? [];

@@ -23,7 +23,7 @@ describe('RFC 6901 escaping', () => {
     const pointer = toPointer(['metadata', 'annotations', 'example.com/a~1b']);
     expect(pointer).toBe('/metadata/annotations/example.com~1a~01b');
     const pod = { metadata: { annotations: { 'example.com/a~1b': 'old', 'example.com/a/b': 'other' } }, spec: { containers: [] } };
-    const after = applyIndependently(pod as never, [{ op: 'replace', path: pointer, value: 'new' }]);
+    const after = applyIndependently(pod, [{ op: 'replace', path: pointer, value: 'new' }]);
     expect(after.metadata?.annotations).toEqual({ 'example.com/a~1b': 'new', 'example.com/a/b': 'other' });
   });
 

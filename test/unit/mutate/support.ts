@@ -1,10 +1,10 @@
 /** Shared helpers for the mutate tests: fixtures, and applying a patch with an independent RFC 6902 library. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyPatch, type Operation } from 'rfc6902';
 import { parse } from 'yaml';
 import { defaultConfig, type Config } from '../../../src/config';
 import { mutate, type Container, type MutationResult, type Pod } from '../../../src/mutate';
+import { applyIndependently } from '../../support/independent-patch';
 
 export const FIXTURES = join(__dirname, '../../fixtures/pods');
 
@@ -12,13 +12,7 @@ export function loadPod(name: string): Pod {
   return parse(readFileSync(join(FIXTURES, name), 'utf8')) as Pod;
 }
 
-/** Applies `patch` to a copy of `pod` with rfc6902 (not the library the core uses); fails on any error. */
-export function applyIndependently(pod: Pod, patch: readonly unknown[]): Pod {
-  const copy = JSON.parse(JSON.stringify(pod)) as Pod;
-  const errors = applyPatch(copy, patch as Operation[]).filter((error) => error !== null);
-  if (errors.length > 0) throw new Error(`patch does not apply: ${errors.map(String).join('; ')}`);
-  return copy;
-}
+export { applyIndependently };
 
 export type Mutated = Extract<MutationResult, { status: 'mutated' }>;
 
