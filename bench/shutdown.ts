@@ -7,7 +7,7 @@
  * so the count reaches the threshold 0 → the process has exited). The close is placed at a different
  * point of the 1 s poll cycle in each run, so median and max cover the whole cycle.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { EnvoyAdminSimulator } from '../test/support/envoy-admin-simulator';
 import { parseLogLines } from '../test/support/envoy/shutdown-executable';
 import { repoPath } from './lib/pods';
+import { buildShutdownIfStale, SHUTDOWN_EXECUTABLE } from '../test/support/build';
 import { exited, sampleMemory, spawnTracked } from './lib/processes';
 import { quantile } from './lib/stats';
 
@@ -45,16 +46,10 @@ function spread(values: number[]): Spread {
   return { runs: values.length, median: quantile(values, 0.5), max: Math.max(...values) };
 }
 
-/** The built program; built on the spot (npm run build:shutdown) if dist/ has none. */
+/** The built program, rebuilt first if it is missing or older than its sources (as the tests do). */
 export function builtExecutable(progress: (line: string) => void): string {
-  const executable = repoPath('dist/envoy-shutdown/envoy-shutdown');
-  try {
-    statSync(executable);
-  } catch {
-    progress('envoy-shutdown: not built, running npm run build:shutdown');
-    execFileSync(process.execPath, [repoPath('src/shutdown/build/build-executable.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-  return executable;
+  buildShutdownIfStale((line) => progress(`envoy-shutdown: ${line}`));
+  return SHUTDOWN_EXECUTABLE;
 }
 
 function filesUnder(dir: string): { path: string; bytes: number }[] {

