@@ -45,7 +45,11 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
       `${http.requestBytes}-byte AdmissionReview of the Contour pod; ${http.settings.connections} keep-alive connections; ` +
       `maximum throughput is an autocannon run of ${http.settings.maxSeconds} s after ${http.settings.warmupSeconds} s of warm-up; ` +
       `latency at half rate is an open-loop fixed-rate run of ${http.settings.pacedSeconds} s measured from each request's due time. ` +
-      'The baselines parse the review and return a fixed "allowed" answer: `express` (drainguard\'s own HTTP stack) and bare `node:https`. ' +
+      'The baselines parse the review and return a fixed "allowed" answer: `express` (drainguard\'s own HTTP stack, ETag and ' +
+      'X-Powered-By off as in drainguard) and bare `node:https`. `decision-only` is the express baseline answering with ' +
+      "drainguard's decision (`decideAdmission`: mutate plus the patch verification) and nothing else, no logs, no metrics: " +
+      'the ceiling for any server around this decision. Server CPU is user + system time of the server process from ' +
+      '/proc/PID/stat over each run; "busy" is that time over the run\'s wall time (1 = one core). ' +
       'The load generator runs on the same 2-core machine as the server, so a baseline that outruns it is reported below its real maximum. ' +
       "Fixed-rate runs use bench/lib/paced-load.ts rather than autocannon's `overallRate`, which sends each connection's whole " +
       'per-second quota back to back at the start of every second (bursts at full speed, then idle). autocannon reports latency in whole milliseconds.',

@@ -2,7 +2,7 @@
  * `npm run bench`: mutate(), HTTPS admission against the baselines, envoy-shutdown. Progress on stderr,
  * the table on stdout, every figure into bench/results.json (section `bench`).
  *
- *   npm run bench               full run (~2 minutes; run it on an otherwise idle machine)
+ *   npm run bench               full run (~3 minutes; run it on an otherwise idle machine)
  *   npm run bench -- --quick    smoke run with short durations, written to .tmp/ instead
  */
 import { benchHttp, DEFAULT_HTTP_SETTINGS } from './http';

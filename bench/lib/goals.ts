@@ -2,7 +2,8 @@
  * The figures `npm run bench` reports and the goals of issue 6 they are read against. Benchmarks
  * report; nothing here fails a run. The same rows feed the terminal table and the README table.
  */
-import type { HttpReport } from '../http';
+import type { HttpReport, ServerCpu, ServerFigures } from '../http';
+import type { PacedLoadResult } from './paced-load';
 import type { MutateReport } from '../mutate';
 import type { ShutdownReport } from '../shutdown';
 
@@ -27,9 +28,7 @@ const rps = (value: number) => `${Math.round(value)} req/s`;
 export function reportRows({ mutate, http, shutdown }: BenchFigures): ReportRow[] {
   const server = (kind: string) => http.servers.find((s) => s.server === kind);
   const drainguard = server('drainguard');
-  const express = server('baseline-express');
-  const bare = server('baseline-node');
-  const halfRate = drainguard?.halfRate.ratePerSecond ?? NaN;
+  const servers = http.servers;
   const pollPlus = shutdown.pollIntervalMs + 100;
 
   const rows: ReportRow[] = [
@@ -44,35 +43,33 @@ export function reportRows({ mutate, http, shutdown }: BenchFigures): ReportRow[
       met: mutate.growth.r2 >= 0.95,
     },
   ];
-  for (const figures of [drainguard, express, bare]) {
-    if (!figures) continue;
+  for (const figures of servers) {
     rows.push({
-      figure: `HTTPS ${figures.server}: max throughput (${figures.max.connections} conns), p50/p99`,
-      value: `${rps(figures.max.requestsPerSecond)}, ${ms(figures.max.latencyP50Ms)}/${ms(figures.max.latencyP99Ms)}`,
+      figure: `HTTPS ${figures.server}: max throughput (${figures.max.connections} conns), p50/p99; server CPU per request`,
+      value: `${rps(figures.max.requestsPerSecond)}, ${ms(figures.max.latencyP50Ms)}/${ms(figures.max.latencyP99Ms)}; ${us(figures.cpu.max.microsPerRequest)}`,
       goal: '',
     });
   }
+  const ratio = http.throughputRatio;
   rows.push(
-    { figure: 'HTTPS throughput ratio drainguard / express baseline', value: http.throughputRatio.express.toFixed(2), goal: '≥ 0.85', met: http.throughputRatio.express >= 0.85 },
-    { figure: 'HTTPS throughput ratio drainguard / bare node baseline', value: http.throughputRatio.node.toFixed(2), goal: '' },
+    { figure: 'HTTPS throughput ratio drainguard / express baseline', value: ratio.express.toFixed(2), goal: '≥ 0.85', met: ratio.express >= 0.85 },
+    { figure: 'HTTPS throughput ratio drainguard / bare node baseline', value: ratio.node.toFixed(2), goal: '' },
+    { figure: 'HTTPS throughput ratio decision-only / express baseline (ceiling for the decision)', value: ratio.decisionCeiling.toFixed(2), goal: '' },
+    { figure: "HTTPS throughput ratio drainguard / decision-only (drainguard's server overhead)", value: ratio.adapter.toFixed(2), goal: '' },
   );
-  for (const figures of [drainguard, express, bare]) {
-    if (!figures) continue;
-    const isDrainguard = figures === drainguard;
-    rows.push({
-      figure: `HTTPS ${figures.server} at ${Math.round(halfRate)} req/s (half max), p50/p99 from due time (from send)`,
-      value: `${ms(figures.halfRate.latencyP50Ms)}/${ms(figures.halfRate.latencyP99Ms)} (${ms(figures.halfRate.serviceLatencyP50Ms)}/${ms(figures.halfRate.serviceLatencyP99Ms)})`,
-      goal: isDrainguard ? 'p99 ≤ 10 ms' : '',
-      ...(isDrainguard ? { met: figures.halfRate.latencyP99Ms <= 10 } : {}),
-    });
+  const pacedRow = (figures: ServerFigures, run: PacedLoadResult, cpu: ServerCpu, label: string): ReportRow => ({
+    figure: `HTTPS ${figures.server} at ${Math.round(run.ratePerSecond)} req/s (${label}), p50/p99 from due time (from send); server busy, CPU per request`,
+    value:
+      `${ms(run.latencyP50Ms)}/${ms(run.latencyP99Ms)} (${ms(run.serviceLatencyP50Ms)}/${ms(run.serviceLatencyP99Ms)}); ` +
+      `${Math.round(cpu.busy * 100)}%, ${us(cpu.microsPerRequest)}`,
+    goal: '',
+  });
+  for (const figures of servers) {
+    const row = pacedRow(figures, figures.halfRate, figures.cpu.halfRate, 'half max');
+    rows.push(figures === drainguard ? { ...row, goal: 'p99 ≤ 10 ms', met: figures.halfRate.latencyP99Ms <= 10 } : row);
   }
-  if (drainguard?.quarterRate) {
-    const quarter = drainguard.quarterRate;
-    rows.push({
-      figure: `HTTPS drainguard at ${Math.round(quarter.ratePerSecond)} req/s (quarter max), p50/p99 from due time (from send)`,
-      value: `${ms(quarter.latencyP50Ms)}/${ms(quarter.latencyP99Ms)} (${ms(quarter.serviceLatencyP50Ms)}/${ms(quarter.serviceLatencyP99Ms)})`,
-      goal: '',
-    });
+  if (drainguard?.quarterRate && drainguard.cpu.quarterRate) {
+    rows.push(pacedRow(drainguard, drainguard.quarterRate, drainguard.cpu.quarterRate, 'quarter max'));
   }
   rows.push(
     { figure: 'envoy-shutdown size on disk (executable + lib)', value: `${(shutdown.sizeBytes / 1e6).toFixed(1)} MB`, goal: '' },

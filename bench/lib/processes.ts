@@ -104,6 +104,31 @@ export function discardOutput(child: ChildProcess): void {
   child.stderr?.resume();
 }
 
+/**
+ * CPU time (user + system) a process has used so far, in seconds, from /proc/PID/stat; undefined once it
+ * is gone. Fields 14 and 15 count clock ticks of USER_HZ, which Linux fixes at 100 on every architecture
+ * Node supports. The command name (field 2) may contain spaces, so fields are counted after its ")".
+ */
+export function readCpuSeconds(pid: number): number | undefined {
+  const stat = readProcFile(pid, 'stat');
+  if (stat === undefined) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the name, field 3 (state) is index 0: utime (14) is index 11, stime (15) index 12.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? ticks / USER_HZ : undefined;
+}
+
+const USER_HZ = 100;
+
+/** /proc/PID/<name>, or undefined once the process is gone. */
+function readProcFile(pid: number, name: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 export interface MemoryReading {
   /** Resident set size now, KiB. */
   rssKiB: number;
@@ -113,12 +138,8 @@ export interface MemoryReading {
 
 /** RSS and its high-water mark from /proc; undefined once the process is gone. */
 export function readMemory(pid: number): MemoryReading | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return undefined;
-  }
+  const status = readProcFile(pid, 'status');
+  if (status === undefined) return undefined;
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
   const reading = { rssKiB: field('VmRSS'), peakKiB: field('VmHWM') };
   // A zombie has no memory fields left: treat it as gone.

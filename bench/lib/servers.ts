@@ -1,6 +1,7 @@
 /**
  * The HTTPS servers benchmarks send AdmissionReviews to, each its own process on loopback: the real
- * `drainguard serve` (built dist/, exactly as deployed) and the two baselines of bench/baseline-server.ts.
+ * `drainguard serve` (built dist/, exactly as deployed) and the servers of bench/baseline-server.ts (the
+ * two baselines, and `decision-only`, the express baseline answering with drainguard's decision).
  */
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { repoPath } from './pods';
 import { discardOutput, spawnTracked, stopProcess, waitForFileLine, waitForLine } from './processes';
 import type { BenchCertificates } from './tls';
 
-export type ServerKind = 'drainguard' | 'baseline-express' | 'baseline-node';
+export type ServerKind = 'drainguard' | 'decision-only' | 'baseline-express' | 'baseline-node';
 
 export interface RunningServer {
   kind: ServerKind;
@@ -67,7 +68,7 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
   };
 }
 
-export async function startBaseline(flavour: 'express' | 'node', certs: BenchCertificates): Promise<RunningServer> {
+export async function startBaseline(flavour: 'express' | 'node' | 'decision', certs: BenchCertificates): Promise<RunningServer> {
   // Compiled next to this file's directory: bench/lib/servers.js → bench/baseline-server.js.
   const child = spawnTracked(process.execPath, [
     join(__dirname, '..', 'baseline-server.js'),
@@ -80,13 +81,15 @@ export async function startBaseline(flavour: 'express' | 'node', certs: BenchCer
     const match = /^listening (\d+)$/.exec(line);
     return match ? Number(match[1]) : undefined;
   });
-  return running(`baseline-${flavour}`, port, child);
+  return running(flavour === 'decision' ? 'decision-only' : `baseline-${flavour}`, port, child);
 }
 
 export function startServer(kind: ServerKind, certs: BenchCertificates): Promise<RunningServer> {
   switch (kind) {
     case 'drainguard':
       return startDrainguard(certs);
+    case 'decision-only':
+      return startBaseline('decision', certs);
     case 'baseline-express':
       return startBaseline('express', certs);
     case 'baseline-node':
