@@ -7,8 +7,8 @@
  * and for drainguard one more at a quarter of its maximum. Each run also records the CPU time the server
  * process used, so a figure can be read as "how busy was the server" rather than only "how fast".
  */
-import { admissionReview } from '../test/integration/server/webhook-test-kit';
 import { performance } from 'node:perf_hooks';
+import { admissionReview } from '../test/integration/server/webhook-test-kit';
 import { maxThroughput, type ThroughputResult, type ThroughputTarget } from './lib/autocannon';
 import { pacedLoad, type PacedLoadResult } from './lib/paced-load';
 import { contourPod } from './lib/pods';

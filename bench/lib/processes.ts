@@ -104,6 +104,8 @@ export function discardOutput(child: ChildProcess): void {
   child.stderr?.resume();
 }
 
+const USER_HZ = 100;
+
 /**
  * CPU time (user + system) a process has used so far, in seconds, from /proc/PID/stat; undefined once it
  * is gone. Fields 14 and 15 count clock ticks of USER_HZ, which Linux fixes at 100 on every architecture
@@ -117,8 +119,6 @@ export function readCpuSeconds(pid: number): number | undefined {
   const ticks = Number(fields[11]) + Number(fields[12]);
   return Number.isFinite(ticks) ? ticks / USER_HZ : undefined;
 }
-
-const USER_HZ = 100;
 
 /** /proc/PID/<name>, or undefined once the process is gone. */
 function readProcFile(pid: number, name: string): string | undefined {
