@@ -72,18 +72,7 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
       initial,
     );
     watcher.start();
-    return {
-      server,
-      certificateLoaded: Promise.resolve(),
-      shutdown: async () => {
-        watcher.stop();
-        await server.shutdown();
-      },
-      close: async () => {
-        watcher.stop();
-        await server.close();
-      },
-    };
+    return { server, certificateLoaded: Promise.resolve(), ...stopSourceFirst(() => watcher.stop(), server) };
   }
 
   const certificates = new SelfManagedCertificates({
@@ -98,16 +87,21 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
   const server = await WebhookServer.start({ ...base, ...(tls.now ? { now: tls.now } : {}) });
   const loop = new ReconcileLoop(certificates, server, logger, tls.checkIntervalMs ?? 60_000);
   const certificateLoaded = loop.start();
+  return { server, certificates, certificateLoaded, ...stopSourceFirst(() => loop.stop(), server) };
+}
+
+/**
+ * Both ways of stopping: the certificate source (watcher or reconcile loop) stops first, so it never
+ * hands a certificate to a server that is going away.
+ */
+function stopSourceFirst(stopSource: () => void, server: WebhookServer): Pick<RunningWebhook, 'shutdown' | 'close'> {
   return {
-    server,
-    certificates,
-    certificateLoaded,
     shutdown: async () => {
-      loop.stop();
+      stopSource();
       await server.shutdown();
     },
     close: async () => {
-      loop.stop();
+      stopSource();
       await server.close();
     },
   };
