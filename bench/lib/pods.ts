@@ -9,7 +9,7 @@ export { repoPath };
 /** The pod of Contour's upstream Envoy DaemonSet (the fixture every benchmark starts from). */
 export function contourPod(): Pod {
   const daemonSet = parse(
-    readFileSync(repoPath('..', 'shared', 'fixtures', 'contour', '03-envoy-main.yaml'), 'utf8'),
+    readFileSync(repoPath('test', 'fixtures', 'contour', '03-envoy-main.yaml'), 'utf8'),
   ) as { spec: { template: Pod } };
   return { apiVersion: 'v1', kind: 'Pod', ...structuredClone(daemonSet.spec.template) };
 }

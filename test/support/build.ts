@@ -23,7 +23,7 @@ function findRepoRoot(): string {
 
 export const REPO_ROOT = findRepoRoot();
 
-/** A path inside the repository (`..` reaches the shared fixtures beside it). */
+/** A path inside the repository. */
 export function repoPath(...segments: string[]): string {
   return resolve(REPO_ROOT, ...segments);
 }
@@ -32,6 +32,11 @@ export const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
 export const CLI_MAIN = join(REPO_ROOT, 'dist/cli/main.js');
 export const SHUTDOWN_DIR = join(REPO_ROOT, 'dist/envoy-shutdown');
 export const SHUTDOWN_EXECUTABLE = join(SHUTDOWN_DIR, 'envoy-shutdown');
+/** Contour's own Envoy DaemonSet manifests (examples/contour/03-envoy.yaml) at three releases. */
+export const CONTOUR_FIXTURES_DIR = join(REPO_ROOT, 'test/fixtures/contour');
+export const CONTOUR_FIXTURES = ['03-envoy-main.yaml', '03-envoy-v1.23.0.yaml', '03-envoy-v1.33.6.yaml'].map((name) =>
+  join(CONTOUR_FIXTURES_DIR, name),
+);
 
 function newestMtime(path: string): number {
   const stats = statSync(path);

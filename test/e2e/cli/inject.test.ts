@@ -302,7 +302,7 @@ describe('drainguard', () => {
     }
   });
 
-  test('the fixture paths exist (guards against a moved shared/ directory)', () => {
+  test('the Contour fixture paths exist inside the repository', () => {
     expect(CONTOUR_FIXTURES.map((fixture) => basename(fixture))).toHaveLength(3);
     for (const fixture of CONTOUR_FIXTURES) expect(readFileSync(fixture, 'utf8')).toContain('kind: DaemonSet');
   });

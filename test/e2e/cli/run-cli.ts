@@ -1,15 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { delimiter, join, resolve } from 'node:path';
-import { assertBuilt, CLI_MAIN, NODE, REPO_ROOT } from '../../support/build';
+import { delimiter, join } from 'node:path';
+import { assertBuilt, CLI_MAIN, CONTOUR_FIXTURES, NODE, REPO_ROOT } from '../../support/build';
 
 /** Runs the built `drainguard` CLI as a separate process, the way users do. */
 
 export { REPO_ROOT };
-/** The shared fixtures sit beside the repository (CI clones it next to `shared/` too). */
-export const SHARED_FIXTURES = resolve(REPO_ROOT, '../shared/fixtures');
-export const CONTOUR_FIXTURES = ['03-envoy-main.yaml', '03-envoy-v1.23.0.yaml', '03-envoy-v1.33.6.yaml'].map((name) =>
-  join(SHARED_FIXTURES, 'contour', name),
-);
+export { CONTOUR_FIXTURES };
 
 const MAIN = CLI_MAIN;
 

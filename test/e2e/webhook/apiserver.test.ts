@@ -87,7 +87,7 @@ const pods = fixturePods();
 
 test('the fixtures include every kind of pod', () => {
   expect(pods.length).toBeGreaterThanOrEqual(8);
-  expect(pods.some(({ name }) => name.startsWith('shared/contour/'))).toBe(true);
+  expect(pods.some(({ name }) => name.startsWith('contour/'))).toBe(true);
   expect(pods.some(({ name }) => name.startsWith('not-envoy'))).toBe(true);
 });
 

@@ -11,11 +11,10 @@ import { parseAllDocuments } from 'yaml';
 import pino from 'pino';
 import type { Pod } from '../../../src/mutate/k8s';
 
-import { REPO_ROOT } from '../../support/build';
+import { CONTOUR_FIXTURES_DIR, REPO_ROOT } from '../../support/build';
 
 export { REPO_ROOT };
 const POD_FIXTURES = join(REPO_ROOT, 'test/fixtures/pods');
-const SHARED_CONTOUR_FIXTURES = join(REPO_ROOT, '../shared/fixtures/contour');
 
 export const silentLogger = () => pino({ level: 'silent' });
 
@@ -24,7 +23,7 @@ export function temporaryDirectory(): { path: string; remove: () => void } {
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** Every fixture pod: test/fixtures/pods/*.yaml plus the pod templates of the shared Contour DaemonSets. */
+/** Every fixture pod: test/fixtures/pods/*.yaml plus the pod templates of Contour's DaemonSets. */
 export function fixturePods(): { name: string; pod: Pod }[] {
   const pods: { name: string; pod: Pod }[] = [];
   for (const file of readdirSync(POD_FIXTURES).filter((f) => f.endsWith('.yaml')).sort()) {
@@ -33,13 +32,13 @@ export function fixturePods(): { name: string; pod: Pod }[] {
       if (pod?.kind === 'Pod') pods.push({ name: file, pod });
     }
   }
-  for (const file of readdirSync(SHARED_CONTOUR_FIXTURES).filter((f) => f.endsWith('.yaml')).sort()) {
-    for (const doc of parseAllDocuments(readFileSync(join(SHARED_CONTOUR_FIXTURES, file), 'utf8'))) {
+  for (const file of readdirSync(CONTOUR_FIXTURES_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
+    for (const doc of parseAllDocuments(readFileSync(join(CONTOUR_FIXTURES_DIR, file), 'utf8'))) {
       const object = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: { template?: Pod } } | null;
       const template = object?.kind === 'DaemonSet' ? object.spec?.template : undefined;
       if (!template) continue;
       pods.push({
-        name: `shared/contour/${file}`,
+        name: `contour/${file}`,
         pod: {
           apiVersion: 'v1',
           kind: 'Pod',

@@ -7,16 +7,14 @@ import { parseYamlStream, printDocument } from '../../../src/cli/yaml-stream';
 import { defaultConfig } from '../../../src/config/defaults';
 import { mutate } from '../../../src/mutate';
 import type { Pod } from '../../../src/mutate/k8s';
+import { CONTOUR_FIXTURES } from '../../support/build';
 
-/** The CLI plumbing with the real core, on the core's pod fixtures and the shared Contour DaemonSets. */
+/** The CLI plumbing with the real core, on the core's pod fixtures and Contour's DaemonSets. */
 
 const POD_FIXTURES_DIR = resolve(__dirname, '../../fixtures/pods');
 const POD_FIXTURES = readdirSync(POD_FIXTURES_DIR)
   .filter((name) => name.endsWith('.yaml'))
   .map((name) => join(POD_FIXTURES_DIR, name));
-const CONTOUR_FIXTURES = ['03-envoy-main.yaml', '03-envoy-v1.23.0.yaml', '03-envoy-v1.33.6.yaml'].map((name) =>
-  resolve(__dirname, '../../../../shared/fixtures/contour', name),
-);
 
 const config = defaultConfig();
 const inject = (source: string, text: string) => injectStream(source, text, mutate, config);
