@@ -7,7 +7,10 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
-import { ensureBuilt, installTo, start, summaryOf } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, start, summaryOf, stopStarted } from '../../support/envoy/shutdown-executable';
+
+// A failed assertion must not leave a drain program running.
+afterEach(stopStarted);
 
 const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;
 /** Process start-up and teardown on a loaded 2-core CI machine. */

@@ -14,7 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
 import { buildGlibcRoot, hasGlibcRootTools, mountsUnder } from '../../support/envoy/glibc-root';
-import { ensureBuilt, installTo, start, summaryOf } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, start, summaryOf, stopStarted } from '../../support/envoy/shutdown-executable';
+
+// A failed assertion must not leave a drain program running.
+afterEach(stopStarted);
 
 const NOBODY = '65534:65534';
 let root: string;

@@ -1,4 +1,4 @@
-/** `envoy-shutdown install --to DIR` as the installer init container runs it (SPEC §4). */
+/** `envoy-shutdown install --to DIR` as the installer init container runs it (docs/design.md, "Installing the program"). */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

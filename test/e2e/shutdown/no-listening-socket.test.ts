@@ -1,5 +1,5 @@
 /**
- * Issue 3 acceptance 5 (SPEC §4 step 9, GHSA-mjp8-x484-pm3r): `drain` never opens a listening socket.
+ * Security model (docs/design.md; GHSA-mjp8-x484-pm3r): `drain` never opens a listening socket.
  * The inspection is first shown able to see listeners, on a control process that does listen.
  */
 import { spawn } from 'node:child_process';
@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
 import { listeningSocketsOf, socketInodes } from '../../support/envoy/listening-sockets';
-import { ensureBuilt, installTo, ROOT, start } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, ROOT, start, stopStarted } from '../../support/envoy/shutdown-executable';
+
+// A failed assertion must not leave a drain program running.
+afterEach(stopStarted);
 
 let workDir: string;
 beforeAll(async () => {

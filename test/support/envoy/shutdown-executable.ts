@@ -43,6 +43,19 @@ export interface RunningProcess {
   finished: Promise<FinishedRun>;
 }
 
+/** Processes started by `start` that have not exited yet. */
+const started = new Set<RunningProcess>();
+
+/**
+ * Kills every process `start` started that is still running and waits for it to exit. Suites call it in
+ * afterEach, so a failed assertion never leaves a drain program behind.
+ */
+export async function stopStarted(): Promise<void> {
+  const running = [...started];
+  for (const run of running) run.child.kill('SIGKILL');
+  await Promise.allSettled(running.map((run) => run.finished));
+}
+
 /** Starts a process with drain logs on stderr (never the test machine's PID 1 stdout). */
 export function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}): RunningProcess {
   const spawnedAt = performance.now();
@@ -58,7 +71,10 @@ export function start(command: string, args: string[], env: NodeJS.ProcessEnv = 
       child.on('close', () => resolve({ code, signal, spawnedAt, exitedAt, logs: parseLogLines(stderr), stderr, stdout }));
     });
   });
-  return { child, spawnedAt, finished };
+  const running = { child, spawnedAt, finished };
+  started.add(running);
+  void finished.finally(() => started.delete(running)).catch(() => undefined);
+  return running;
 }
 
 export function parseLogLines(text: string): LogLine[] {
