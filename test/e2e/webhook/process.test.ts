@@ -23,18 +23,31 @@ interface Served {
   exited: Promise<number | null>;
 }
 
+/** Every server a test started and has not seen exit: afterEach stops them, even after a failed assertion. */
+const running = new Set<Served>();
+
+afterEach(async () => {
+  for (const served of running) {
+    served.child.kill('SIGKILL');
+    await served.exited;
+  }
+});
+
 /** Starts `drainguard serve` and resolves once its "listening" log line gives the port. */
 function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
   const child = spawn(NODE, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Record<string, unknown>[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const served: Served = { child, port: 0, logs, exited };
+  running.add(served);
+  void exited.then(() => running.delete(served));
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const entry = JSON.parse(line) as Record<string, unknown>;
       logs.push(entry);
-      if (entry.msg === 'listening') resolve({ child, port: entry.port as number, logs, exited });
+      if (entry.msg === 'listening') resolve(Object.assign(served, { port: entry.port as number }));
     });
     void exited.then((code) => reject(new Error(`serve exited with ${code} before listening: ${stderr}`)));
   });
@@ -222,13 +235,14 @@ function freshCopy(): { path: string; remove: () => void } {
   return copy;
 }
 
-test('npm start on a fresh copy, then the README curl line prints the decoded patch', async () => {
+test('npm start on a fresh copy serves the README curl line, and SIGTERM to npm stops the server', async () => {
   const copy = freshCopy();
   expect(existsSync(join(copy.path, 'certs/ca.crt'))).toBe(false);
   // Its own process group, so the test can stop npm and the server it started together.
   const npm = spawn('npm', ['start', '--', '--port', '0', '--shutdown-delay', '0s'], { cwd: copy.path, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   // 'close': npm and the server it started have exited and released the pipes.
   const exited = new Promise<number | null>((resolve) => npm.once('close', (code) => resolve(code)));
+  const npmExited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
   try {
     let output = '';
     npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -249,8 +263,23 @@ test('npm start on a fresh copy, then the README curl line prints the decoded pa
     expect(patch.length).toBeGreaterThan(0);
     expect(patch).toEqual(expect.arrayContaining([expect.objectContaining({ op: 'replace', path: '/spec/containers/1/lifecycle/preStop' })]));
     expect(patch).toEqual(expect.arrayContaining([expect.objectContaining({ op: 'remove', path: '/spec/containers/0' })]));
+
+    // SIGTERM to npm alone (as a process manager or an IDE sends it) stops the server too. npm exits only
+    // after the script it runs has: once it is gone, nothing may answer on the port any more.
+    npm.kill('SIGTERM');
+    await npmExited;
+    const afterStop = await httpsRequest({ port, method: 'GET', path: '/healthz', ca: readFileSync(join(copy.path, 'certs/ca.crt'), 'utf8'), servername: 'localhost' }).then(
+      () => 'answered',
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    expect(afterStop).toBe('ECONNREFUSED');
   } finally {
-    process.kill(-npm.pid!, 'SIGTERM');
+    // Backstop for a failed assertion: the whole process group, whatever is still running.
+    try {
+      process.kill(-npm.pid!, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
     await exited;
     copy.remove();
   }
