@@ -1,5 +1,5 @@
 /**
- * Which admin address the drain program talks to. Precedence (SPEC §3.4), first usable wins:
+ * Which admin address the drain program talks to. Precedence (docs/design.md, "The admin address"), first usable wins:
  * the annotation > an admin address in Envoy's own arguments (`--config-yaml`) > drainguard's own
  * hook from a previous run (so a second run, with the sidecar gone, computes the same hook) > the
  * sidecar's `--admin-address` flag > the known sidecar defaults > a unix socket in an emptyDir

@@ -58,7 +58,7 @@ export interface ShutdownTimeline {
   livenessSource: 'drainguard' | 'user' | 'none';
   // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
   // optional only so that code building a timeline by hand keeps compiling.
-  /** Where `adminAddress` came from (SPEC §3.4 precedence). */
+  /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
   adminAddressSource?: AdminAddressSource;
   /** Listener ports the drain ignores (probe and metrics traffic). */
   excludedListenerPorts?: number[];

@@ -1,6 +1,6 @@
 /**
- * The subset of Kubernetes pod validation that drainguard's mutations could break (SPEC §3 "The
- * patch"). The core runs it on its own output; the API server remains the real authority.
+ * The subset of Kubernetes pod validation that drainguard's mutations could break (docs/design.md,
+ * "The patch"). The core runs it on its own output; the API server remains the real authority.
  */
 import type { Container, LifecycleHandler, Pod, Probe } from './k8s';
 import { compareQuantities } from './quantity';

@@ -1,6 +1,6 @@
 /**
- * Where Envoy's admin API is. Draining must only ever be triggered from inside the pod (SPEC §1,
- * GHSA-mjp8-x484-pm3r), so only a unix socket or a loopback TCP address is accepted; the program must
+ * Where Envoy's admin API is. Draining must only ever be triggered from inside the pod (docs/design.md,
+ * "Security model"; GHSA-mjp8-x484-pm3r), so only a unix socket or a loopback TCP address is accepted; the program must
  * never be pointed at — or usable against — another host.
  */
 export type AdminAddress =

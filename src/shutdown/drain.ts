@@ -58,7 +58,7 @@ type CallResult = AdminResponse | NoAnswer;
 const answered = (result: CallResult): result is AdminResponse => !('failed' in result);
 
 /**
- * The drain of SPEC §4. The timeline, all bounded by `deadline = start + deadlineMs`:
+ * The drain of docs/design.md, "The drain". The timeline, all bounded by `deadline = start + deadlineMs`:
  * server_info → [drain delay, with an early graceful drain on ≥ 1.28] → healthcheck/fail →
  * drain_listeners?graceful… → poll the listener gauges until min drain has passed and the count is at
  * or below the threshold. Never /quitquitquit: the kubelet sends SIGTERM when the hook returns.

@@ -1,5 +1,5 @@
 /**
- * Counting Envoy's open downstream connections from its listener gauges (SPEC §4 step 6).
+ * Counting Envoy's open downstream connections from its listener gauges (docs/design.md, "Counting connections").
  *
  * `server.total_connections` is deliberately not used: it is refreshed only at stats flush and also
  * counts the probe connections, so it neither falls promptly nor reaches zero.

@@ -1,5 +1,5 @@
 /**
- * `envoy-shutdown`: Envoy's own preStop drain (SPEC §4). Bundled by esbuild into one file with only
+ * `envoy-shutdown`: Envoy's own preStop drain (docs/design.md, "The drain"). Bundled by esbuild into one file with only
  * Node builtins and compiled into a single executable (see build/build-executable.mjs).
  *
  *   envoy-shutdown install --to DIR

@@ -1,5 +1,5 @@
 /**
- * An Envoy admin API simulator, faithful to SPEC §5, for testing `envoy-shutdown` without an Envoy
+ * An Envoy admin API simulator, faithful to docs/design.md, "Envoy's admin API", for testing `envoy-shutdown` without an Envoy
  * binary. It serves the admin API over a unix socket and/or loopback TCP and owns real listener
  * sockets: connections that tests open to them are counted into the listener gauges exactly as Envoy
  * would count them (per listener, per worker, and the admin listener counting admin connections,
@@ -76,7 +76,7 @@ interface SimulatedListener {
 
 const MUTATING_PATHS = new Set(['/healthcheck/fail', '/healthcheck/ok', '/drain_listeners', '/quitquitquit']);
 const KNOWN_GET_PATHS = new Set(['/server_info', '/ready', '/stats']);
-/** Envoy answers a GET on a mutating endpoint with 405 since this release, 400 before (SPEC §5). */
+/** Envoy answers a GET on a mutating endpoint with 405 since this release, 400 before (docs/design.md, "Envoy's admin API"). */
 const METHOD_NOT_ALLOWED_SINCE: SimulatedVersion = { major: 1, minor: 23, patch: 0 };
 const SKIP_EXIT_SINCE: SimulatedVersion = { major: 1, minor: 28, patch: 0 };
 /** From this release `skip_exit` without `graceful` is accepted; 1.28–1.40 reject it. */
@@ -207,7 +207,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
     bind: (server: HttpServer, ready: () => void) => void,
   ): Promise<HttpServer> {
     const server = createHttpServer(handler);
-    // Envoy's admin listener counts its connections like any listener (SPEC §5).
+    // Envoy's admin listener counts its connections like any listener (docs/design.md, "Envoy's admin API").
     server.on('connection', (socket: Socket) => {
       this.adminSockets.add(socket);
       this.emit('change');
@@ -319,7 +319,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
     send(res, 200, 'OK\n');
   }
 
-  /** The /drain_listeners version matrix (SPEC §5). Returns an error body for a 400, else undefined. */
+  /** The /drain_listeners version matrix (docs/design.md, "Envoy's admin API"). Returns an error body for a 400, else undefined. */
   private drainListeners(params: URLSearchParams): string | undefined {
     const graceful = params.has('graceful');
     const knowsSkipExit = compareVersion(this.version, SKIP_EXIT_SINCE) >= 0;

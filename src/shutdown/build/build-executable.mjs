@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Builds `dist/envoy-shutdown/`: the self-contained `envoy-shutdown` program (SPEC §4) and whatever it
+ * Builds `dist/envoy-shutdown/`: the self-contained `envoy-shutdown` program (docs/design.md, "The drain") and whatever it
  * needs at run time. Run through `npm run build:shutdown` (Node 24 from node_modules).
  *
  *   node src/shutdown/build/build-executable.mjs [--runtime bun|node-sea] [--out DIR]

@@ -1,4 +1,4 @@
-/** `/server_info` as Envoy renders it (SPEC §5): snake_case fields, pretty JSON. */
+/** `/server_info` as Envoy renders it (docs/design.md, "Envoy's admin API"): snake_case fields, pretty JSON. */
 export type EnvoyState = 'LIVE' | 'DRAINING' | 'PRE_INITIALIZING' | 'INITIALIZING';
 
 export interface SimulatedVersion {

@@ -1,4 +1,4 @@
-/** `/stats` rendering (SPEC §5): the JSON shape, ordering, filters and the bad-regex answer. */
+/** `/stats` rendering (docs/design.md, "Envoy's admin API"): the JSON shape, ordering, filters and the bad-regex answer. */
 export interface StatsModel {
   textReadouts: Map<string, string>;
   counters: Map<string, number>;
