@@ -75,6 +75,14 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
     return answer({ allowed: true }, { result: 'ignored', actions: [], patchOperations: 0 });
   }
   const pod = podFrom(request);
+  if (!pod.ok && 'notPod' in pod) {
+    // The API server counts a 400 as a webhook failure, which could block the object under
+    // failurePolicy Fail: another kind is let through, and the warning points at the webhook's rules.
+    return answer(
+      { allowed: true, warnings: shapeWarnings([notPodWarning(pod.notPod)]) },
+      { result: 'ignored', actions: [], patchOperations: 0 },
+    );
+  }
   if (!pod.ok) return badRequest(pod.message, context);
 
   let result: MutationResult;
@@ -119,6 +127,10 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
       );
     }
   }
+}
+
+export function notPodWarning(what: string): string {
+  return `drainguard: only Pods are mutated; got ${what}, admitted unchanged (check the webhook's rules)`;
 }
 
 const MAX_PROBLEMS_SHOWN = 5;

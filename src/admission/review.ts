@@ -126,16 +126,21 @@ function parseGroupVersionKind(value: unknown): AdmissionRequest['kind'] | undef
  * The Pod drainguard mutates, or a message saying why `request.object` is not one. Only the fields the
  * core walks are checked; everything else is the API server's business (it validates after mutation).
  */
-export function podFrom(request: AdmissionRequest): { ok: true; pod: unknown } | { ok: false; message: string } {
+export type PodReading =
+  | { ok: true; pod: unknown }
+  /** A well-formed request for another kind: a webhook rule sent more than Pods. Not the request's fault. */
+  | { ok: false; notPod: string }
+  | { ok: false; message: string };
+
+export function podFrom(request: AdmissionRequest): PodReading {
   const { kind, object } = request;
   if (kind && !(kind.group === '' && kind.kind === 'Pod')) {
-    const gvk = `${kind.group ? `${kind.group}/` : ''}${kind.version} ${kind.kind}`;
-    return { ok: false, message: `request.kind must be v1 Pod; got ${gvk}` };
+    return { ok: false, notPod: `${kind.group ? `${kind.group}/` : ''}${kind.version} ${kind.kind}` };
   }
   if (object === undefined) return { ok: false, message: `request.object is required for ${request.operation}` };
   if (!isRecord(object)) return { ok: false, message: `request.object must be a Pod object; got ${describe(object)}` };
   if (object.kind !== undefined && object.kind !== 'Pod') {
-    return { ok: false, message: `request.object.kind must be "Pod"; got ${describe(object.kind)}` };
+    return { ok: false, notPod: typeof object.kind === 'string' ? `an object of kind ${describe(object.kind)}` : `an object whose kind is ${describe(object.kind)}` };
   }
   const metadata = object.metadata;
   if (metadata !== undefined && !isRecord(metadata)) {

@@ -101,6 +101,20 @@ describe('decideAdmission', () => {
     expect(core).not.toHaveBeenCalled();
   });
 
+  it.each([
+    ['request.kind apps/v1 Deployment', { kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }, 'apps/v1 Deployment'],
+    ['an object of kind Service', { object: { ...pod, kind: 'Service' } }, 'an object of kind "Service"'],
+  ])('allows a CREATE of another kind (%s) untouched with a warning, never a 400', (_name, change, shown) => {
+    const core = jest.fn(mutated);
+    const review = admissionReview(pod);
+    Object.assign(review.request as Record<string, unknown>, change);
+    const decision = decideAdmission(review, config, core);
+    expect(decision.httpStatus).toBe(200);
+    expect(response(decision)).toEqual({ uid: expect.any(String), allowed: true, warnings: [expect.stringContaining(`got ${shown}, admitted unchanged`)] });
+    expect(decision.outcome.result).toBe('ignored');
+    expect(core).not.toHaveBeenCalled();
+  });
+
   it('allows a CREATE on a subresource untouched', () => {
     const review = admissionReview(pod);
     (review.request as Record<string, unknown>).subResource = 'ephemeralcontainers';
@@ -123,8 +137,6 @@ describe('parseAdmissionReview and the pod shape: one specific message per mista
     ['no operation', (r) => ({ ...r, request: { ...r.request, operation: undefined } }), /request.operation must be one of/],
     ['bad dryRun', (r) => ({ ...r, request: { ...r.request, dryRun: 'yes' } }), /request.dryRun must be a boolean; got "yes"/],
     ['no object', (r) => ({ ...r, request: { ...r.request, object: undefined } }), /request.object is required for CREATE/],
-    ['request.kind Deployment', (r) => ({ ...r, request: { ...r.request, kind: { group: 'apps', version: 'v1', kind: 'Deployment' } } }), /request.kind must be v1 Pod; got apps\/v1 Deployment/],
-    ['object kind Service', (r) => ({ ...r, request: { ...r.request, object: { ...pod, kind: 'Service' } } }), /request.object.kind must be "Pod"; got "Service"/],
     ['object a string', (r) => ({ ...r, request: { ...r.request, object: 'pod' } }), /request.object must be a Pod object; got "pod"/],
     ['no spec', (r) => ({ ...r, request: { ...r.request, object: { kind: 'Pod' } } }), /request.object.spec must be an object; got missing/],
     ['containers not a list', (r) => ({ ...r, request: { ...r.request, object: { kind: 'Pod', spec: { containers: {} } } } }), /spec.containers must be an array; got an object/],
@@ -149,6 +161,20 @@ describe('shapeWarnings', () => {
     expect(long).toHaveLength(MAX_WARNING_CHARS);
     expect(long!.endsWith('...')).toBe(true);
     expect(multiline).toBe('a b c');
+  });
+
+  it('replaces every control character the API server refuses (C0, DEL, C1) so the warning is not dropped', () => {
+    const value = `bad\u0085value\u009b1m\u0000\u007f`;
+    const [shaped] = shapeWarnings([`annotation drainguard.io/min-drain: invalid value ${JSON.stringify(value)}`]);
+    expect(shaped).not.toMatch(/\p{Cc}/u);
+    expect(shaped).toContain('bad value 1m');
+  });
+
+  it('never leaves half a surrogate pair: a lone one becomes U+FFFD, truncation cuts between code points', () => {
+    expect(shapeWarnings(['lone \ud800 high and \udc00 low'])).toEqual(['lone \ufffd high and \ufffd low']);
+    const [cut] = shapeWarnings(['\u{1F600}'.repeat(300)]);
+    expect([...cut!.slice(0, -3)].every((c) => c === '\u{1F600}')).toBe(true);
+    expect([...cut!]).toHaveLength(MAX_WARNING_CHARS);
   });
 
   it('drops duplicates and stays well within the total budget, saying how many were omitted', () => {
