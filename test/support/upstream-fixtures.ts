@@ -76,6 +76,19 @@ export function podFromObject(object: KubeObject): Pod | undefined {
   };
 }
 
+/**
+ * The pod as the API server puts it into an AdmissionReview: it has decoded the request into a typed Pod,
+ * so every `null` a manifest wrote (`env:` with nothing after it, `podAffinity: null`) came out as an
+ * absent field. Defaulting, which the API server also applies before admission, is not imitated.
+ */
+export function asSentByApiServer<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item: unknown) => asSentByApiServer(item)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) if (field !== null) copy[key] = asSentByApiServer(field);
+  return copy as T;
+}
+
 /** Every workload of a YAML stream, in document order. */
 export function workloadsIn(text: string): UpstreamWorkload[] {
   const workloads: UpstreamWorkload[] = [];
