@@ -178,13 +178,12 @@ export function judgePod(pod: EnvoyPodReport, installedVersion: string): PodVerd
   let message: string;
   let hint: string | undefined;
   switch (pod.protection) {
+    // Recreating fixes these two; the fixes section gives the command once per workload.
     case 'none':
       message = join('not rewritten by drainguard', sidecars);
-      hint = 'recreate it once its namespace is opted in and the webhook is healthy (see the fixes below)';
       break;
     case 'other-version':
       message = join(`rewritten by drainguard ${pod.drainguardVersion}, not by the installed ${installedVersion}`, drain, sidecars);
-      hint = 'restart its workload so that the installed drainguard rewrites it (see the fixes below)';
       break;
     case 'current':
       message = join(`protected by drainguard ${pod.drainguardVersion}`, drain, sidecars);

@@ -364,6 +364,48 @@ describe('Envoy pods are recognised by the webhook configuration in the cluster'
   });
 });
 
+describe("pods the webhook's selectors keep away from it, and pods without a controller", () => {
+  it('says why restarting would not help instead of printing a restart', async () => {
+    await installDrainguard(double, { set: { 'webhook.objectSelector.matchLabels.app': 'envoy', 'webhook.excludedNamespaces': '{legacy}' } });
+    double.put(namespace('legacy', OPT_IN));
+    double.put(pod(templates.contour(), { name: 'envoy-old', namespace: 'legacy', owner: { kind: 'DaemonSet', name: 'envoy' } }));
+    double.put(namespace('gateway', OPT_IN));
+    double.put(pod(templates.envoyGateway(), { name: 'envoy-gw-1', namespace: 'gateway', owner: { kind: 'StatefulSet', name: 'envoy-gw' } }));
+    double.put(namespace('projectcontour', OPT_IN));
+    double.put(pod(templates.contour(), { name: 'envoy-by-hand', namespace: 'projectcontour' }));
+
+    const { report } = await check(['-A']);
+    const legacy = verdicts(report, 'namespace').find((line) => line.message.startsWith('namespace legacy '));
+    expect(legacy).toMatchObject({
+      verdict: 'fail',
+      message: "namespace legacy is excluded by the webhook's namespaceSelector (kubernetes.io/metadata.name NotIn (drainguard-system, legacy)): 1 Envoy pod drainguard never rewrites",
+    });
+    expect(report.fixes).toEqual([
+      {
+        workload: { kind: 'StatefulSet', name: 'envoy-gw', namespace: 'gateway' },
+        pods: ['envoy-gw-1'],
+        why: '1 pod not rewritten by drainguard',
+        commands: [],
+        note: "the webhook's objectSelector does not select these pods' labels: change webhook.objectSelector, then restart the workload",
+      },
+      {
+        workload: { kind: 'DaemonSet', name: 'envoy', namespace: 'legacy' },
+        pods: ['envoy-old'],
+        why: '1 pod not rewritten by drainguard',
+        commands: [],
+        note: "namespace legacy is excluded by the webhook's namespaceSelector (kubernetes.io/metadata.name NotIn (drainguard-system, legacy)): drainguard never rewrites pods there",
+      },
+      {
+        workload: { kind: 'Pod', name: 'envoy-by-hand', namespace: 'projectcontour' },
+        pods: ['envoy-by-hand'],
+        why: '1 pod not rewritten by drainguard',
+        commands: [],
+        note: 'no controller owns it: delete it and create it again from its manifest',
+      },
+    ]);
+  });
+});
+
 describe('large clusters', () => {
   it('reads pods a page at a time and sees every one', async () => {
     await installDrainguard(double);
