@@ -118,7 +118,7 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
     try {
       return { ok: true, value: await call() };
     } catch (error) {
-      return classify(error, request, server, requestTimeoutMs);
+      return classify(error, error instanceof client.ApiException, request, server, requestTimeoutMs);
     }
   }
 
@@ -163,22 +163,27 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
   };
 }
 
-function classify(error: unknown, request: ReadRequest, server: string, timeoutMs: number): ReadFailure {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'number') {
-    const message = statusMessage((error as { body?: unknown }).body) ?? `HTTP ${code}`;
+/** A read that failed: an answer from the API server becomes a `ReadFailure`; anything else ends the run. */
+function classify(error: unknown, isApiAnswer: boolean, request: ReadRequest, server: string, timeoutMs: number): ReadFailure {
+  // The abort signal's DOMException also carries a numeric `code`, so the timeout is recognised first.
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === 'TimeoutError') {
+    throw new ClusterAccessError(`the API server at ${server} did not answer ${describeRequest(request)} within ${timeoutMs / 1000}s (--request-timeout)`);
+  }
+  if (isApiAnswer) {
+    const code = (error as { code: number }).code;
+    const given = statusMessage((error as { body?: unknown }).body);
     if (code === 401) {
-      throw new ClusterAccessError(`the API server at ${server} rejected the credentials (401 Unauthorized) on ${describeRequest(request)}: ${message}`);
+      // client-node drops the body of a 401; there is nothing more to say than the status.
+      throw new ClusterAccessError(`the API server at ${server} rejected the credentials (401 Unauthorized) on ${describeRequest(request)}${given ? `: ${given}` : ''}`);
     }
+    const message = given ?? `HTTP ${code}`;
     const reason = code === 403 ? 'forbidden' : code === 404 ? 'not-found' : 'failed';
     return { ok: false, reason, request, message: reason === 'failed' ? `HTTP ${code}: ${message}` : message };
   }
-  if (error instanceof Error && error.name === 'TimeoutError') {
-    throw new ClusterAccessError(`the API server at ${server} did not answer ${describeRequest(request)} within ${timeoutMs / 1000}s (--request-timeout)`);
-  }
   // fetch reports network and TLS failures as "fetch failed" with the reason in `cause`.
   const cause = (error as { cause?: { message?: unknown; code?: unknown } } | null)?.cause;
-  const message = typeof cause?.message === 'string' && cause.message !== '' ? cause.message : error instanceof Error ? error.message : String(error);
+  const message = typeof cause?.message === 'string' && cause.message !== '' ? cause.message : String((error as { message?: unknown } | null)?.message ?? error);
   const detail = typeof cause?.code === 'string' && !message.includes(cause.code) ? `${message} (${cause.code})` : message;
   throw new ClusterAccessError(`cannot reach the API server at ${server}: ${detail}`);
 }

@@ -10,7 +10,7 @@
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { applyPatch, type Operation } from 'rfc6902';
@@ -171,6 +171,7 @@ export class KubeApiDouble {
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
   private resourceVersion = 1000;
   private readonly token = randomUUID();
+  private readonly sockets = new Set<Socket>();
   private constructor(
     private readonly server: Server,
     readonly caCert: string,
@@ -183,6 +184,11 @@ export class KubeApiDouble {
     const server = createServer({ cert: serving.cert, key: serving.key });
     const double = new KubeApiDouble(server, ca.cert);
     server.on('request', (req, res) => void double.handle(req, res));
+    // Every socket, including ones still in their TLS handshake, which closeAllConnections() does not see.
+    server.on('connection', (socket: Socket) => {
+      double.sockets.add(socket);
+      socket.once('close', () => double.sockets.delete(socket));
+    });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     return double;
@@ -215,6 +221,7 @@ export class KubeApiDouble {
   async close(): Promise<void> {
     for (const gate of this.gates.splice(0)) gate.waiting.splice(0).forEach((release) => release());
     this.server.closeAllConnections();
+    for (const socket of this.sockets) socket.destroy();
     this.server.close();
     await once(this.server, 'close');
   }

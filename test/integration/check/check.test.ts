@@ -430,6 +430,21 @@ describe('errors that stop the check', () => {
     await expect(run).rejects.toThrow(/rejected the credentials \(401 Unauthorized\) on get mutatingwebhookconfigurations/);
   });
 
+  it('an API server that never answers ends the run at --request-timeout instead of hanging', async () => {
+    const kubeconfig = join(directory.path, 'silent');
+    writeFileSync(kubeconfig, double.kubeconfigYaml());
+    const held = double.hold('GET', /mutatingwebhookconfigurations/);
+    try {
+      const run = runCheckCommand(['--kubeconfig', kubeconfig, '--request-timeout', '300ms'], { stdout: () => undefined, env: {} });
+      await expect(run).rejects.toThrow(InputError);
+      await expect(run).rejects.toThrow(
+        `drainguard check: the API server at ${double.url} did not answer get mutatingwebhookconfigurations.admissionregistration.k8s.io "drainguard-drainguard-system" within 0.3s (--request-timeout)`,
+      );
+    } finally {
+      held.release();
+    }
+  });
+
   it('an unknown --context names the contexts there are', async () => {
     const kubeconfig = join(directory.path, 'one-context');
     writeFileSync(kubeconfig, double.kubeconfigYaml());
