@@ -3,6 +3,7 @@ import { defaultConfig } from '../config/defaults';
 import { loadConfigFile } from '../config/load';
 import { mutate } from '../mutate';
 import { VERSION } from '../version';
+import { CHECK_USAGE, runCheckCommand } from './check';
 import { EXIT_OK, EXIT_USAGE, reportError, UsageError } from './errors';
 import { INJECT_USAGE, readSourceFile, runInject } from './inject';
 import { runServe } from './serve';
@@ -14,6 +15,7 @@ const USAGE = `Usage: drainguard <command> [flags]
 Commands:
   inject    rewrite Envoy pods and workloads in YAML files as the webhook would (offline)
   serve     run the HTTPS admission webhook
+  check     check, read-only, which Envoy pods in a cluster are protected, and the installation
   version   print the version
   help      show this help, or a command's: drainguard help inject
 
@@ -36,6 +38,8 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     case 'serve':
       return runServe(rest);
+    case 'check':
+      return runCheckCommand(rest, { stdout: write(process.stdout), env: process.env });
     case 'version':
     case '--version':
       process.stdout.write(`drainguard ${VERSION}\n`);
@@ -56,9 +60,10 @@ async function showHelp(topics: readonly string[]): Promise<number> {
   const [topic] = topics;
   if (topic === undefined) process.stdout.write(USAGE);
   else if (topic === 'inject') process.stdout.write(INJECT_USAGE);
+  else if (topic === 'check') process.stdout.write(CHECK_USAGE);
   // serve owns its flags, so it prints its own usage.
   else if (topic === 'serve') return runServe(['--help']);
-  else throw new UsageError(`drainguard help: no help for '${topic}'; commands: inject, serve, version`);
+  else throw new UsageError(`drainguard help: no help for '${topic}'; commands: inject, serve, check, version`);
   return EXIT_OK;
 }
 

@@ -21,6 +21,13 @@ export * from './k8s';
 export { validatePod } from './validate-pod';
 export { podShapeProblems } from './pod-shape';
 export { PatchVerificationError } from './errors';
+// Read-only views of a pod, for `drainguard check`: which container is Envoy, which are shutdown-manager
+// sidecars, whether a preStop is drainguard's drain, and the status annotation, decided exactly as the
+// webhook decides them.
+export { Annotations } from './annotations';
+export { findEnvoy, findShutdownManagers, type SidecarRef } from './detect';
+export { isDrainguardHook } from './hooks';
+export { readStatus, type StatusRecord } from './mutations/status';
 
 function isOptedOut(pod: Pod): boolean {
   const annotations: unknown = (pod as { metadata?: { annotations?: unknown } } | null)?.metadata?.annotations;

@@ -1,13 +1,16 @@
 /**
- * An HTTPS stand-in for kube-apiserver covering exactly what drainguard calls: Secrets (get, create,
- * replace with resourceVersion preconditions) and MutatingWebhookConfigurations (get, JSON patch). It
- * answers with the real API's status codes and `Status` bodies, so drainguard is exercised through the
- * real @kubernetes/client-node, including its error mapping. Tests can inspect every request and hold
- * requests at a gate to force races deterministically.
+ * An HTTPS stand-in for kube-apiserver covering what drainguard calls: reads (get, and list with label
+ * selectors and `limit`/`continue` paging) of namespaces, pods, services, configmaps, secrets,
+ * deployments, replicasets, daemonsets, endpointslices and MutatingWebhookConfigurations; creates and
+ * replaces with resourceVersion preconditions; JSON patches. It answers with the real API's status
+ * codes, list shapes and `Status` bodies (403s worded as the authorizer words them), so drainguard is
+ * exercised through the real @kubernetes/client-node, including its error mapping. Tests can inspect
+ * every request, deny requests as RBAC would, and hold requests at a gate to force races
+ * deterministically.
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { applyPatch, type Operation } from 'rfc6902';
@@ -26,9 +29,23 @@ export interface KubeObject {
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string without `?`, when there is one (`limit=500&continue=…`). */
+  query?: string;
   contentType?: string;
   body?: unknown;
   status: number;
+}
+
+/** The RBAC verbs a request maps to. */
+export type Verb = 'get' | 'list' | 'create' | 'update' | 'patch' | 'delete';
+
+/** A request the double refuses with 403, as RBAC would when no rule allows it. */
+export interface DenyRule {
+  verb: Verb;
+  /** Plural resource, e.g. `pods`, `endpointslices`. */
+  resource: string;
+  /** Only requests in this namespace; absent: everywhere, including cluster-scoped requests. */
+  namespace?: string;
 }
 
 interface Gate {
@@ -37,18 +54,124 @@ interface Gate {
   count: number;
 }
 
-const SECRETS = /^\/api\/v1\/namespaces\/([^/]+)\/secrets(?:\/([^/]+))?$/;
-const WEBHOOKS = /^\/apis\/admissionregistration\.k8s\.io\/v1\/mutatingwebhookconfigurations\/([^/]+)$/;
-const WEBHOOK_GROUP = 'admissionregistration.k8s.io';
+interface ResourceType {
+  resource: string;
+  group: string;
+  version: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** The resources the double serves; any other path is answered 404 like an unknown resource. */
+const RESOURCE_TYPES: readonly ResourceType[] = [
+  { resource: 'namespaces', group: '', version: 'v1', kind: 'Namespace', namespaced: false },
+  { resource: 'pods', group: '', version: 'v1', kind: 'Pod', namespaced: true },
+  { resource: 'services', group: '', version: 'v1', kind: 'Service', namespaced: true },
+  { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true },
+  { resource: 'secrets', group: '', version: 'v1', kind: 'Secret', namespaced: true },
+  { resource: 'deployments', group: 'apps', version: 'v1', kind: 'Deployment', namespaced: true },
+  { resource: 'replicasets', group: 'apps', version: 'v1', kind: 'ReplicaSet', namespaced: true },
+  { resource: 'daemonsets', group: 'apps', version: 'v1', kind: 'DaemonSet', namespaced: true },
+  { resource: 'endpointslices', group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true },
+  {
+    resource: 'mutatingwebhookconfigurations',
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'MutatingWebhookConfiguration',
+    namespaced: false,
+  },
+];
+
+const apiVersionOf = (type: ResourceType) => (type.group ? `${type.group}/${type.version}` : type.version);
+
+/** One parsed request path: `/api/v1/namespaces/ns/pods/name`, `/apis/apps/v1/deployments`, … */
+interface Target {
+  type: ResourceType;
+  namespace?: string;
+  name?: string;
+}
+
+function parseTarget(path: string): Target | undefined {
+  const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
+  let group: string;
+  let version: string;
+  let rest: string[];
+  if (segments[0] === 'api') [group, version, rest] = ['', segments[1] ?? '', segments.slice(2)];
+  else if (segments[0] === 'apis') [group, version, rest] = [segments[1] ?? '', segments[2] ?? '', segments.slice(3)];
+  else return undefined;
+  let namespace: string | undefined;
+  // `/api/v1/namespaces/NAME` is a Namespace; `/api/v1/namespaces/NS/RESOURCE[/NAME]` is inside one.
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  if (rest.length < 1 || rest.length > 2) return undefined;
+  const type = RESOURCE_TYPES.find((t) => t.group === group && t.version === version && t.resource === rest[0]);
+  if (!type || (namespace !== undefined && !type.namespaced)) return undefined;
+  return { type, ...(namespace !== undefined ? { namespace } : {}), ...(rest[1] !== undefined ? { name: rest[1] } : {}) };
+}
+
+function verbOf(method: string, target: Target): Verb | undefined {
+  if (method === 'GET') return target.name === undefined ? 'list' : 'get';
+  if (method === 'POST' && target.name === undefined) return 'create';
+  if (target.name === undefined) return undefined;
+  return ({ PUT: 'update', PATCH: 'patch', DELETE: 'delete' } as const)[method as 'PUT' | 'PATCH' | 'DELETE'];
+}
+
+/** An equality-based label selector (`a=b,c!=d,e,!f`), the form kube-apiserver parses. */
+type Requirement = { key: string; test: (labels: Record<string, string>) => boolean };
+
+function parseLabelSelector(text: string): Requirement[] | string {
+  const requirements: Requirement[] = [];
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    let match: RegExpExecArray | null;
+    if ((match = /^([^!=\s]+)\s*!=\s*(\S*)$/.exec(part))) {
+      const [, key, value] = match as unknown as [string, string, string];
+      requirements.push({ key, test: (labels) => labels[key] !== value });
+    } else if ((match = /^([^!=\s]+)\s*==?\s*(\S*)$/.exec(part))) {
+      const [, key, value] = match as unknown as [string, string, string];
+      requirements.push({ key, test: (labels) => labels[key] === value });
+    } else if ((match = /^!([^!=\s]+)$/.exec(part))) {
+      const key = match[1] as string;
+      requirements.push({ key, test: (labels) => !(key in labels) });
+    } else if ((match = /^([^!=\s()]+)$/.exec(part))) {
+      const key = match[1] as string;
+      requirements.push({ key, test: (labels) => key in labels });
+    } else {
+      // Set-based requirements (`in`, `notin`) are valid upstream; nothing drainguard does uses them.
+      return `unable to parse requirement: the API double supports only equality-based selectors, got ${JSON.stringify(part)}`;
+    }
+  }
+  return requirements;
+}
+
+/** kube-apiserver's continue token: URL-safe base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`. */
+function encodeContinue(resourceVersion: number, startKey: string): string {
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: resourceVersion, start: startKey })).toString('base64url');
+}
+
+function decodeContinue(token: string): { start: string } | string {
+  try {
+    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { v?: unknown; start?: unknown };
+    if (decoded.v !== 'meta.k8s.io/v1' || typeof decoded.start !== 'string') return 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)';
+    return { start: decoded.start };
+  } catch (error) {
+    return `continue key is not valid: ${(error as Error).message}`;
+  }
+}
 
 export class KubeApiDouble {
   readonly requests: RecordedRequest[] = [];
-  private readonly secrets = new Map<string, KubeObject>();
-  private readonly webhookConfigurations = new Map<string, KubeObject>();
+  /** The user the bearer token authenticates as; 403 messages name it. */
+  readonly user = 'test-operator';
+  /** Objects by resource, then by `namespace/name` (`/name` when cluster-scoped). */
+  private readonly store = new Map<string, Map<string, KubeObject>>();
+  private readonly denied: DenyRule[] = [];
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
   private resourceVersion = 1000;
   private readonly token = randomUUID();
+  private readonly sockets = new Set<Socket>();
   private constructor(
     private readonly server: Server,
     readonly caCert: string,
@@ -61,6 +184,11 @@ export class KubeApiDouble {
     const server = createServer({ cert: serving.cert, key: serving.key });
     const double = new KubeApiDouble(server, ca.cert);
     server.on('request', (req, res) => void double.handle(req, res));
+    // Every socket, including ones still in their TLS handshake, which closeAllConnections() does not see.
+    server.on('connection', (socket: Socket) => {
+      double.sockets.add(socket);
+      socket.once('close', () => double.sockets.delete(socket));
+    });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     return double;
@@ -79,13 +207,13 @@ export class KubeApiDouble {
   }
 
   /** The same, as a kubeconfig file's content (for `--kubeconfig` in a spawned process). */
-  kubeconfigYaml(): string {
+  kubeconfigYaml(options: { namespace?: string } = {}): string {
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: 'double', cluster: { server: this.url, 'certificate-authority-data': Buffer.from(this.caCert).toString('base64') } }],
       users: [{ name: 'drainguard', user: { token: this.token } }],
-      contexts: [{ name: 'double', context: { cluster: 'double', user: 'drainguard' } }],
+      contexts: [{ name: 'double', context: { cluster: 'double', user: 'drainguard', ...(options.namespace ? { namespace: options.namespace } : {}) } }],
       'current-context': 'double',
     });
   }
@@ -93,6 +221,7 @@ export class KubeApiDouble {
   async close(): Promise<void> {
     for (const gate of this.gates.splice(0)) gate.waiting.splice(0).forEach((release) => release());
     this.server.closeAllConnections();
+    for (const socket of this.sockets) socket.destroy();
     this.server.close();
     await once(this.server, 'close');
   }
@@ -115,26 +244,75 @@ export class KubeApiDouble {
     return { arrived, release };
   }
 
+  /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
+  deny(rule: DenyRule): void {
+    this.denied.push(rule);
+  }
+
+  /** Every request that was not a read: a read-only client must leave this empty. */
+  writes(): RecordedRequest[] {
+    return this.requests.filter((request) => request.method !== 'GET');
+  }
+
+  /**
+   * Stores an object as if it had been created: `apiVersion` and `kind` pick the resource; uid,
+   * creationTimestamp and resourceVersion are set, and a Namespace gets the immutable
+   * `kubernetes.io/metadata.name` label the API server adds.
+   */
+  put(object: KubeObject): KubeObject {
+    const type = RESOURCE_TYPES.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
+    if (!type) throw new Error(`the API double does not serve ${object.apiVersion} ${object.kind}`);
+    if (type.namespaced !== (object.metadata.namespace !== undefined)) {
+      throw new Error(`${object.kind} ${object.metadata.name}: metadata.namespace must be ${type.namespaced ? 'set' : 'absent'}`);
+    }
+    let metadata = object.metadata;
+    if (type.kind === 'Namespace') {
+      const labels = (metadata.labels ?? {}) as Record<string, string>;
+      metadata = { ...metadata, labels: { ...labels, 'kubernetes.io/metadata.name': metadata.name } };
+    }
+    const stored = this.stamp({ ...object, metadata });
+    this.bucket(type).set(this.key(metadata.namespace, metadata.name), stored);
+    return structuredClone(stored);
+  }
+
+  /** A copy of a stored object, or undefined. */
+  get<T = KubeObject>(resource: string, namespace: string | undefined, name: string): T | undefined {
+    const type = RESOURCE_TYPES.find((t) => t.resource === resource);
+    if (!type) throw new Error(`the API double does not serve ${resource}`);
+    const stored = this.bucket(type).get(this.key(namespace, name));
+    return stored && (structuredClone(stored) as unknown as T);
+  }
+
   putWebhookConfiguration(configuration: Omit<KubeObject, 'metadata'> & { metadata: { name: string; [key: string]: unknown } }): void {
-    const stored = this.stamp({ apiVersion: `${WEBHOOK_GROUP}/v1`, kind: 'MutatingWebhookConfiguration', ...configuration });
-    this.webhookConfigurations.set(configuration.metadata.name, stored);
+    this.put({ ...configuration, apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration' });
   }
 
   /** A copy of the stored configuration, typed as the test needs to read it. */
   webhookConfiguration<T = KubeObject>(name: string): T {
-    const stored = this.webhookConfigurations.get(name);
+    const stored = this.get<T>('mutatingwebhookconfigurations', undefined, name);
     if (!stored) throw new Error(`no MutatingWebhookConfiguration ${name}`);
-    return structuredClone(stored) as unknown as T;
+    return stored;
   }
 
   secret(namespace: string, name: string): KubeObject | undefined {
-    return structuredClone(this.secrets.get(`${namespace}/${name}`));
+    return this.get('secrets', namespace, name);
   }
 
   /** Decoded `data` of a stored Secret. */
   secretData(namespace: string, name: string): Record<string, string> | undefined {
-    const data = this.secrets.get(`${namespace}/${name}`)?.data as Record<string, string> | undefined;
+    const data = this.secret(namespace, name)?.data as Record<string, string> | undefined;
     return data && Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  }
+
+  private bucket(type: ResourceType): Map<string, KubeObject> {
+    let bucket = this.store.get(type.resource);
+    if (!bucket) this.store.set(type.resource, (bucket = new Map()));
+    return bucket;
+  }
+
+  /** etcd's key order: namespace, then name. */
+  private key(namespace: string | undefined, name: string): string {
+    return `${namespace ?? ''}/${name}`;
   }
 
   private stamp(object: KubeObject): KubeObject {
@@ -154,12 +332,21 @@ export class KubeApiDouble {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'https://double').pathname;
+    const url = new URL(req.url ?? '/', 'https://double');
+    const path = url.pathname;
+    const query = url.search.slice(1);
     await this.waitAtGate(method, path);
     const contentType = req.headers['content-type'];
     let body: unknown;
     const reply = (code: number, payload: unknown) => {
-      this.requests.push({ method, path, ...(contentType ? { contentType } : {}), ...(body !== undefined ? { body } : {}), status: code });
+      this.requests.push({
+        method,
+        path,
+        ...(query ? { query } : {}),
+        ...(contentType ? { contentType } : {}),
+        ...(body !== undefined ? { body } : {}),
+        status: code,
+      });
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     };
     if (req.headers.authorization !== `Bearer ${this.token}`) return reply(401, status.unauthorized());
@@ -170,11 +357,126 @@ export class KubeApiDouble {
         return reply(400, status.badRequest(`invalid JSON: ${(error as Error).message}`));
       }
     }
-    const secret = SECRETS.exec(path);
-    if (secret) return this.handleSecret(method, secret[1]!, secret[2], body, reply);
-    const webhook = WEBHOOKS.exec(path);
-    if (webhook) return this.handleWebhookConfiguration(method, webhook[1]!, contentType, body, reply);
-    return reply(404, status.notFound({ resource: 'unknown', name: path }));
+    const target = parseTarget(path);
+    const verb = target && verbOf(method, target);
+    if (!target) return reply(404, status.pathNotFound());
+    if (!verb) return reply(405, status.notAllowed(method));
+    const { type, namespace, name } = target;
+    if (this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace))) {
+      return reply(
+        403,
+        status.forbidden({
+          user: this.user,
+          verb,
+          resource: type.resource,
+          group: type.group,
+          ...(namespace !== undefined ? { namespace } : {}),
+          ...(name !== undefined ? { name } : {}),
+        }),
+      );
+    }
+    const ref = { resource: type.resource, name: name ?? '', ...(type.group ? { group: type.group } : {}) };
+    const bucket = this.bucket(type);
+    switch (verb) {
+      case 'list':
+        return this.list(type, namespace, url.searchParams, reply);
+      case 'get': {
+        const current = bucket.get(this.key(namespace, name!));
+        return current ? reply(200, current) : reply(404, status.notFound(ref));
+      }
+      case 'create': {
+        const object = body as KubeObject;
+        const objectName = object?.metadata?.name ?? '';
+        if (!objectName) return reply(422, status.invalidPatch('metadata.name: Required value'));
+        const created = { ...ref, name: objectName };
+        const key = this.key(namespace, objectName);
+        if (bucket.has(key)) return reply(409, status.alreadyExists(created));
+        const { resourceVersion: _ignored, ...metadata } = object.metadata;
+        const stored = this.stamp({ ...object, metadata: { ...metadata, name: objectName, ...(namespace !== undefined ? { namespace } : {}) } });
+        bucket.set(key, stored);
+        return reply(201, stored);
+      }
+      case 'update': {
+        const key = this.key(namespace, name!);
+        const current = bucket.get(key);
+        if (!current) return reply(404, status.notFound(ref));
+        const object = body as KubeObject;
+        const precondition = object?.metadata?.resourceVersion;
+        // Like the real API: an update without resourceVersion is unconditional; a stale one conflicts.
+        if (precondition !== undefined && precondition !== current.metadata.resourceVersion) return reply(409, status.conflict(ref));
+        const replaced = this.stamp({
+          ...object,
+          metadata: {
+            ...object.metadata,
+            name: name!,
+            ...(namespace !== undefined ? { namespace } : {}),
+            uid: current.metadata.uid,
+            creationTimestamp: current.metadata.creationTimestamp,
+          },
+        });
+        bucket.set(key, replaced);
+        return reply(200, replaced);
+      }
+      case 'patch': {
+        const key = this.key(namespace, name!);
+        const current = bucket.get(key);
+        if (!current) return reply(404, status.notFound(ref));
+        if (contentType !== 'application/json-patch+json') return reply(415, status.unsupportedMediaType(String(contentType)));
+        if (!Array.isArray(body)) return reply(400, status.badRequest('a JSON patch must be an array of operations'));
+        const patched = structuredClone(current);
+        const failures = applyPatch(patched, body as Operation[]).filter((result) => result !== null);
+        if (failures.length > 0) return reply(422, status.invalidPatch(`jsonpatch operation does not apply: ${failures[0]!.message}`));
+        // As in the API server, a resourceVersion inside the patched object is an update precondition.
+        if (patched.metadata.resourceVersion !== current.metadata.resourceVersion) return reply(409, status.conflict(ref));
+        const stored = this.stamp(patched);
+        bucket.set(key, stored);
+        return reply(200, stored);
+      }
+      default:
+        return reply(405, status.notAllowed(method));
+    }
+  }
+
+  /**
+   * A list as kube-apiserver returns it: `<Kind>List` with `metadata.resourceVersion`, items in key
+   * order without their own kind/apiVersion, filtered by `labelSelector`, paged by `limit`/`continue`
+   * (with `metadata.continue` and `remainingItemCount` while more remain).
+   */
+  private list(type: ResourceType, namespace: string | undefined, params: URLSearchParams, reply: (code: number, payload: unknown) => void): void {
+    const selector = parseLabelSelector(params.get('labelSelector') ?? '');
+    if (typeof selector === 'string') return reply(400, status.badRequest(selector));
+    if (params.get('fieldSelector')) return reply(400, status.badRequest('the API double does not implement field selectors'));
+    const limitText = params.get('limit');
+    const limit = limitText === null ? 0 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 0) return reply(400, status.badRequest(`invalid limit: ${limitText}`));
+    let start = '';
+    const token = params.get('continue');
+    if (token) {
+      const decoded = decodeContinue(token);
+      if (typeof decoded === 'string') return reply(400, status.badRequest(`invalid continue token: ${decoded}`));
+      start = decoded.start;
+    }
+    const matching = [...this.bucket(type).entries()]
+      .filter(([key, object]) => {
+        if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
+        if (start && key < start) return false;
+        const labels = (object.metadata.labels ?? {}) as Record<string, string>;
+        return selector.every((requirement) => requirement.test(labels));
+      })
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const page = limit > 0 ? matching.slice(0, limit) : matching;
+    const remaining = matching.length - page.length;
+    const metadata: Record<string, unknown> = { resourceVersion: String(this.resourceVersion) };
+    if (remaining > 0) {
+      // The next page starts just after the last key returned (etcd's `key + "\x00"`).
+      metadata.continue = encodeContinue(this.resourceVersion, `${page[page.length - 1]![0]}\u0000`);
+      metadata.remainingItemCount = remaining;
+    }
+    const items = page.map(([, object]) => {
+      const { apiVersion: _apiVersion, kind: _kind, ...item } = object;
+      return item;
+    });
+    return reply(200, { kind: `${type.kind}List`, apiVersion: apiVersionOf(type), metadata, items });
   }
 
   private async waitAtGate(method: string, path: string): Promise<void> {
@@ -193,68 +495,5 @@ export class KubeApiDouble {
         gate.waiting.splice(0).forEach((waiter) => waiter());
       }
     });
-  }
-
-  private handleSecret(
-    method: string,
-    namespace: string,
-    name: string | undefined,
-    body: unknown,
-    reply: (code: number, payload: unknown) => void,
-  ): void {
-    if (method === 'POST' && name === undefined) {
-      const object = body as KubeObject;
-      const ref = { resource: 'secrets', name: object?.metadata?.name ?? '' };
-      if (!ref.name) return reply(422, status.invalidPatch('metadata.name: Required value'));
-      const key = `${namespace}/${ref.name}`;
-      if (this.secrets.has(key)) return reply(409, status.alreadyExists(ref));
-      const { resourceVersion: _ignored, ...metadata } = object.metadata;
-      const created = this.stamp({ ...object, metadata: { ...metadata, name: ref.name, namespace } });
-      this.secrets.set(key, created);
-      return reply(201, created);
-    }
-    if (name === undefined) return reply(405, status.notAllowed(method));
-    const ref = { resource: 'secrets', name };
-    const key = `${namespace}/${name}`;
-    const current = this.secrets.get(key);
-    if (method === 'GET') return current ? reply(200, current) : reply(404, status.notFound(ref));
-    if (method === 'PUT') {
-      if (!current) return reply(404, status.notFound(ref));
-      const object = body as KubeObject;
-      const precondition = object?.metadata?.resourceVersion;
-      // Like the real API: an update without resourceVersion is unconditional; a stale one conflicts.
-      if (precondition !== undefined && precondition !== current.metadata.resourceVersion) return reply(409, status.conflict(ref));
-      const replaced = this.stamp({
-        ...object,
-        metadata: { ...object.metadata, name, namespace, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp },
-      });
-      this.secrets.set(key, replaced);
-      return reply(200, replaced);
-    }
-    return reply(405, status.notAllowed(method));
-  }
-
-  private handleWebhookConfiguration(
-    method: string,
-    name: string,
-    contentType: string | undefined,
-    body: unknown,
-    reply: (code: number, payload: unknown) => void,
-  ): void {
-    const ref = { resource: 'mutatingwebhookconfigurations', group: WEBHOOK_GROUP, name };
-    const current = this.webhookConfigurations.get(name);
-    if (!current) return reply(404, status.notFound(ref));
-    if (method === 'GET') return reply(200, current);
-    if (method !== 'PATCH') return reply(405, status.notAllowed(method));
-    if (contentType !== 'application/json-patch+json') return reply(415, status.unsupportedMediaType(String(contentType)));
-    if (!Array.isArray(body)) return reply(400, status.badRequest('a JSON patch must be an array of operations'));
-    const patched = structuredClone(current);
-    const failures = applyPatch(patched, body as Operation[]).filter((result) => result !== null);
-    if (failures.length > 0) return reply(422, status.invalidPatch(`jsonpatch operation does not apply: ${failures[0]!.message}`));
-    // As in the API server, a resourceVersion inside the patched object is an update precondition.
-    if (patched.metadata.resourceVersion !== current.metadata.resourceVersion) return reply(409, status.conflict(ref));
-    const stored = this.stamp(patched);
-    this.webhookConfigurations.set(name, stored);
-    return reply(200, stored);
   }
 }

@@ -43,3 +43,36 @@ export const unsupportedMediaType = (type: string) =>
   failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json; got ${type}`);
 export const badRequest = (message: string) => failure(400, 'BadRequest', message);
 export const notAllowed = (method: string) => failure(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource: ${method}`);
+
+/** What the API server answers for a path it has no handler for (an unknown resource or group). */
+export const pathNotFound = () => ({ ...failure(404, 'NotFound', 'the server could not find the requested resource'), details: {} });
+
+export interface AuthorizationAttributes {
+  user: string;
+  /** RBAC verb: get, list, create, update, patch, delete. */
+  verb: string;
+  resource: string;
+  group: string;
+  /** Absent for cluster-scoped requests and lists across all namespaces. */
+  namespace?: string;
+  /** Only requests for one object carry a name (not list or create). */
+  name?: string;
+}
+
+/**
+ * A request RBAC denied, worded as kube-apiserver words it: the authorizer's sentence (responsewriters
+ * `forbiddenMessage`) wrapped by apimachinery's `NewForbidden`, which prefixes the group-qualified
+ * resource and the object's name when the request names one.
+ */
+export function forbidden(attributes: AuthorizationAttributes): StatusBody {
+  const { user, verb, resource, group, namespace, name } = attributes;
+  const where = namespace ? `in the namespace ${JSON.stringify(namespace)}` : 'at the cluster scope';
+  const sentence = `User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} ${where}`;
+  const ref = { resource, name: name ?? '', ...(group ? { group } : {}) };
+  const subject = name ? `${qualified(ref)} ${JSON.stringify(name)}` : qualified(ref);
+  return failure(403, 'Forbidden', `${subject} is forbidden: ${sentence}`, {
+    ...(name ? { name } : {}),
+    ...(group ? { group } : {}),
+    kind: resource,
+  });
+}

@@ -1,0 +1,203 @@
+/**
+ * Every Kubernetes API call `drainguard check` makes: gets and lists only, through
+ * @kubernetes/client-node. Each read answers a `Read`: the object, or why it could not be read, with
+ * the verb, resource, namespace and name that were asked for, so a check can say exactly what RBAC
+ * denied. Only a cluster that cannot be reached at all (or that rejects the credentials) ends the run,
+ * as a `ClusterAccessError`.
+ */
+import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { loadKubernetesClient } from '../certs/kube';
+import type { Pod } from '../mutate';
+
+/** What was asked of the API server, in RBAC's terms. */
+export interface ReadRequest {
+  verb: 'get' | 'list';
+  /** Plural resource: `pods`, `deployments`, … */
+  resource: string;
+  /** API group, `` for the core group. */
+  group: string;
+  /** Absent for cluster-scoped objects and lists across all namespaces. */
+  namespace?: string;
+  name?: string;
+}
+
+export type ReadFailure = {
+  ok: false;
+  /** `not-found`: 404; `forbidden`: 403; `failed`: any other answer. */
+  reason: 'not-found' | 'forbidden' | 'failed';
+  request: ReadRequest;
+  /** The API server's own message (its `Status.message`). */
+  message: string;
+};
+
+export type Read<T> = { ok: true; value: T } | ReadFailure;
+
+/** The cluster cannot be reached, or it rejects who we are: nothing can be checked. */
+export class ClusterAccessError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterAccessError';
+  }
+}
+
+const CLUSTER_SCOPED = new Set(['namespaces', 'mutatingwebhookconfigurations']);
+
+/** `list pods in namespace "x"`, `get deployments.apps "drainguard" in namespace "y"`, `list pods in all namespaces`. */
+export function describeRequest(request: ReadRequest): string {
+  const resource = request.group ? `${request.resource}.${request.group}` : request.resource;
+  const name = request.name !== undefined ? ` ${JSON.stringify(request.name)}` : '';
+  const clusterScoped = CLUSTER_SCOPED.has(request.resource);
+  const where =
+    request.namespace !== undefined ? ` in namespace ${JSON.stringify(request.namespace)}` : request.verb === 'list' && !clusterScoped ? ' in all namespaces' : '';
+  return `${request.verb} ${resource}${name}${where}`;
+}
+
+/**
+ * One line for a failed read of `label` (`Deployment ns/name`): "not found", or the verb, resource,
+ * namespace and name that were refused, with the API server's own words.
+ */
+export function describeFailure(failure: ReadFailure, label: string): string {
+  switch (failure.reason) {
+    case 'not-found':
+      return `${label} not found`;
+    case 'forbidden':
+      return `${label}: not allowed to ${describeRequest(failure.request)} (${failure.message})`;
+    case 'failed':
+      return `${label}: ${describeRequest(failure.request)} failed (${failure.message})`;
+  }
+}
+
+/** A pod page: the pods in the JSON shape the webhook receives, for `mutate`. */
+export type PodPage = Pod[];
+
+export interface ClusterReader {
+  readonly server: string;
+  webhookConfiguration(name: string): Promise<Read<k8s.V1MutatingWebhookConfiguration>>;
+  deployment(namespace: string, name: string): Promise<Read<k8s.V1Deployment>>;
+  replicaSet(namespace: string, name: string): Promise<Read<k8s.V1ReplicaSet>>;
+  service(namespace: string, name: string): Promise<Read<k8s.V1Service>>;
+  /** The EndpointSlices of one Service (label `kubernetes.io/service-name`). */
+  endpointSlices(namespace: string, serviceName: string): Promise<Read<k8s.V1EndpointSlice[]>>;
+  secret(namespace: string, name: string): Promise<Read<k8s.V1Secret>>;
+  configMap(namespace: string, name: string): Promise<Read<k8s.V1ConfigMap>>;
+  namespace(name: string): Promise<Read<k8s.V1Namespace>>;
+  /**
+   * Every pod of one namespace, or of all (`undefined`), handed over a page at a time so that memory
+   * stays bounded by the page size on large clusters. Answers how many pods there were.
+   */
+  eachPodPage(namespace: string | undefined, visit: (pods: PodPage) => void): Promise<Read<number>>;
+}
+
+/** kubectl's page size for lists. */
+const POD_PAGE_SIZE = 500;
+
+export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, requestTimeoutMs: number): Promise<ClusterReader> {
+  const client = await loadKubernetesClient();
+  const core = kubeConfig.makeApiClient(client.CoreV1Api);
+  const apps = kubeConfig.makeApiClient(client.AppsV1Api);
+  const discovery = kubeConfig.makeApiClient(client.DiscoveryV1Api);
+  const admission = kubeConfig.makeApiClient(client.AdmissionregistrationV1Api);
+  const server = kubeConfig.getCurrentCluster()?.server ?? 'the API server';
+
+  // Each request is aborted after the timeout, so an API server that accepts connections but never
+  // answers ends the run with a message instead of a hang. The object API takes Observable middleware.
+  const options = {
+    middleware: [
+      {
+        pre: (context: k8s.RequestContext) => {
+          context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+          return new client.Observable(Promise.resolve(context));
+        },
+        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
+      },
+    ],
+    middlewareMergeStrategy: 'append' as const,
+  };
+
+  async function read<T>(request: ReadRequest, call: () => Promise<T>): Promise<Read<T>> {
+    try {
+      return { ok: true, value: await call() };
+    } catch (error) {
+      return classify(error, error instanceof client.ApiException, request, server, requestTimeoutMs);
+    }
+  }
+
+  return {
+    server,
+    webhookConfiguration: (name) =>
+      read({ verb: 'get', resource: 'mutatingwebhookconfigurations', group: 'admissionregistration.k8s.io', name }, () =>
+        admission.readMutatingWebhookConfiguration({ name }, options),
+      ),
+    deployment: (namespace, name) =>
+      read({ verb: 'get', resource: 'deployments', group: 'apps', namespace, name }, () => apps.readNamespacedDeployment({ namespace, name }, options)),
+    replicaSet: (namespace, name) =>
+      read({ verb: 'get', resource: 'replicasets', group: 'apps', namespace, name }, () => apps.readNamespacedReplicaSet({ namespace, name }, options)),
+    service: (namespace, name) =>
+      read({ verb: 'get', resource: 'services', group: '', namespace, name }, () => core.readNamespacedService({ namespace, name }, options)),
+    endpointSlices: (namespace, serviceName) =>
+      read({ verb: 'list', resource: 'endpointslices', group: 'discovery.k8s.io', namespace }, async () => {
+        const list = await discovery.listNamespacedEndpointSlice({ namespace, labelSelector: `kubernetes.io/service-name=${serviceName}` }, options);
+        return list.items;
+      }),
+    secret: (namespace, name) => read({ verb: 'get', resource: 'secrets', group: '', namespace, name }, () => core.readNamespacedSecret({ namespace, name }, options)),
+    configMap: (namespace, name) =>
+      read({ verb: 'get', resource: 'configmaps', group: '', namespace, name }, () => core.readNamespacedConfigMap({ namespace, name }, options)),
+    namespace: (name) => read({ verb: 'get', resource: 'namespaces', group: '', name }, () => core.readNamespace({ name }, options)),
+    eachPodPage: (namespace, visit) =>
+      read({ verb: 'list', resource: 'pods', group: '', ...(namespace !== undefined ? { namespace } : {}) }, async () => {
+        let total = 0;
+        let next: string | undefined;
+        do {
+          const page = { limit: POD_PAGE_SIZE, ...(next ? { _continue: next } : {}) };
+          const list =
+            namespace === undefined
+              ? await core.listPodForAllNamespaces(page, options)
+              : await core.listNamespacedPod({ namespace, ...page }, options);
+          total += list.items.length;
+          // The client's typed objects carry Dates and class instances; the webhook sees plain JSON.
+          visit(list.items.map((pod) => JSON.parse(JSON.stringify(pod)) as Pod));
+          next = list.metadata?._continue || undefined;
+        } while (next);
+        return total;
+      }),
+  };
+}
+
+/** A read that failed: an answer from the API server becomes a `ReadFailure`; anything else ends the run. */
+function classify(error: unknown, isApiAnswer: boolean, request: ReadRequest, server: string, timeoutMs: number): ReadFailure {
+  // The abort signal's DOMException also carries a numeric `code`, so the timeout is recognised first.
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === 'TimeoutError') {
+    throw new ClusterAccessError(`the API server at ${server} did not answer ${describeRequest(request)} within ${timeoutMs / 1000}s (--request-timeout)`);
+  }
+  if (isApiAnswer) {
+    const code = (error as { code: number }).code;
+    const given = statusMessage((error as { body?: unknown }).body);
+    if (code === 401) {
+      // client-node drops the body of a 401; there is nothing more to say than the status.
+      throw new ClusterAccessError(`the API server at ${server} rejected the credentials (401 Unauthorized) on ${describeRequest(request)}${given ? `: ${given}` : ''}`);
+    }
+    const message = given ?? `HTTP ${code}`;
+    const reason = code === 403 ? 'forbidden' : code === 404 ? 'not-found' : 'failed';
+    return { ok: false, reason, request, message: reason === 'failed' ? `HTTP ${code}: ${message}` : message };
+  }
+  // fetch reports network and TLS failures as "fetch failed" with the reason in `cause`.
+  const cause = (error as { cause?: { message?: unknown; code?: unknown } } | null)?.cause;
+  const message = typeof cause?.message === 'string' && cause.message !== '' ? cause.message : String((error as { message?: unknown } | null)?.message ?? error);
+  const detail = typeof cause?.code === 'string' && !message.includes(cause.code) ? `${message} (${cause.code})` : message;
+  throw new ClusterAccessError(`cannot reach the API server at ${server}: ${detail}`);
+}
+
+/** `Status.message` of an error body (client-node hands it over as the response text). */
+function statusMessage(body: unknown): string | undefined {
+  let parsed: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return body.trim() || undefined;
+    }
+  }
+  const message = (parsed as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && message !== '' ? message : undefined;
+}

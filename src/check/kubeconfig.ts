@@ -1,0 +1,112 @@
+/**
+ * The user's cluster credentials, found the way kubectl finds them: `--kubeconfig`, else every file in
+ * `$KUBECONFIG` (merged, the first file winning), else `~/.kube/config`, else the pod's service
+ * account when running inside a cluster. `--context` picks a context; without it the file's
+ * current-context. Loading itself is @kubernetes/client-node's, so exec plugins, client certificates
+ * and tokens work as they do for kubectl.
+ */
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { loadKubernetesClient } from '../certs/kube';
+
+/** Where a service account's token is mounted in every pod (`rest.InClusterConfig` reads the same). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** A kubeconfig that cannot be used: a missing or malformed file, an unknown context. */
+export class KubeconfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeconfigError';
+  }
+}
+
+export interface KubeconfigRequest {
+  /** `--kubeconfig`: this file only, like kubectl. */
+  kubeconfigPath?: string;
+  /** `--context`. */
+  context?: string;
+  env: NodeJS.ProcessEnv;
+  homeDirectory: string;
+}
+
+export interface LoadedKubeconfig {
+  kubeConfig: k8s.KubeConfig;
+  contextName: string;
+  /** The API server's URL, for messages. */
+  server: string;
+  /** The context's namespace, `default` when it names none (kubectl's default for `-n`). */
+  namespace: string;
+  /** Where the configuration came from, for the report's header. */
+  source: string;
+}
+
+export async function loadKubeconfig(request: KubeconfigRequest): Promise<LoadedKubeconfig> {
+  const { KubeConfig } = await loadKubernetesClient();
+  const kubeConfig = new KubeConfig();
+  const source = locate(request);
+  if (source.kind === 'in-cluster') kubeConfig.loadFromCluster();
+  else {
+    const [first, ...rest] = source.paths;
+    loadFile(kubeConfig, first as string);
+    for (const path of rest) {
+      const next = new KubeConfig();
+      loadFile(next, path);
+      mergeFirstWins(kubeConfig, next);
+    }
+  }
+
+  const contextName = request.context ?? kubeConfig.getCurrentContext();
+  const names = kubeConfig.getContexts().map((context) => context.name);
+  if (!contextName) {
+    throw new KubeconfigError(`${source.label} sets no current-context; pass --context (contexts: ${names.join(', ') || 'none'})`);
+  }
+  const context = kubeConfig.getContextObject(contextName);
+  if (!context) {
+    throw new KubeconfigError(`context ${JSON.stringify(contextName)} does not exist in ${source.label} (contexts: ${names.join(', ') || 'none'})`);
+  }
+  kubeConfig.setCurrentContext(contextName);
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new KubeconfigError(`context ${JSON.stringify(contextName)} names cluster ${JSON.stringify(context.cluster)}, which ${source.label} does not define`);
+  return { kubeConfig, contextName, server: cluster.server, namespace: context.namespace?.trim() || 'default', source: source.label };
+}
+
+type Source = { kind: 'files'; paths: [string, ...string[]]; label: string } | { kind: 'in-cluster'; label: string };
+
+function locate({ kubeconfigPath, env, homeDirectory }: KubeconfigRequest): Source {
+  if (kubeconfigPath !== undefined) return { kind: 'files', paths: [kubeconfigPath], label: kubeconfigPath };
+  const listed = (env.KUBECONFIG ?? '').split(delimiter).filter((path) => path.trim() !== '');
+  if (listed.length > 0) {
+    // kubectl skips the files of $KUBECONFIG that do not exist, and fails only when none does.
+    const [first, ...rest] = listed.filter((path) => existsSync(path));
+    if (first === undefined) throw new KubeconfigError(`none of the files in $KUBECONFIG exists (${listed.join(delimiter)})`);
+    return { kind: 'files', paths: [first, ...rest], label: `$KUBECONFIG (${listed.join(delimiter)})` };
+  }
+  const home = join(homeDirectory, '.kube', 'config');
+  if (existsSync(home)) return { kind: 'files', paths: [home], label: home };
+  if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && existsSync(SERVICE_ACCOUNT_TOKEN)) {
+    return { kind: 'in-cluster', label: "the pod's service account (in-cluster)" };
+  }
+  throw new KubeconfigError(`no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or create ${home}`);
+}
+
+function loadFile(kubeConfig: k8s.KubeConfig, path: string): void {
+  try {
+    kubeConfig.loadFromFile(path);
+  } catch (error) {
+    throw new KubeconfigError(`cannot load the kubeconfig ${path}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * kubectl's merge of several kubeconfig files: the first file that sets current-context wins, and so
+ * does the first cluster, user or context of a name (client-node's own merge lets later files win and
+ * throws on a repeated name).
+ */
+function mergeFirstWins(into: k8s.KubeConfig, next: k8s.KubeConfig): void {
+  if (!into.getCurrentContext() && next.getCurrentContext()) into.setCurrentContext(next.getCurrentContext());
+  const has = (list: readonly { name: string }[], name: string) => list.some((entry) => entry.name === name);
+  for (const cluster of next.getClusters()) if (!has(into.getClusters(), cluster.name)) into.addCluster(cluster);
+  for (const user of next.getUsers()) if (!has(into.getUsers(), user.name)) into.addUser(user);
+  for (const context of next.getContexts()) if (!has(into.getContexts(), context.name)) into.addContext(context);
+}

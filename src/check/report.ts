@@ -1,0 +1,126 @@
+/**
+ * What `drainguard check` found: one `CheckResult` per line of the text output, the commands that fix
+ * unprotected workloads, and a summary. `-o json` prints this object as it is, so its field names are
+ * an interface for scripts (docs/check.md).
+ */
+
+/** `info` lines report a fact (the failure policy, an opted-out pod) and never fail the run. */
+export type Verdict = 'pass' | 'fail' | 'info';
+
+export type Category = 'installation' | 'coverage' | 'pods';
+
+export type CheckId =
+  | 'webhook-configuration'
+  | 'webhook-policy'
+  | 'ca-bundle'
+  | 'ca-bundle-secret'
+  | 'service-endpoints'
+  | 'deployment'
+  | 'configuration'
+  | 'namespace'
+  | 'pod-list'
+  | 'pod';
+
+export interface CheckResult {
+  category: Category;
+  id: CheckId;
+  verdict: Verdict;
+  /** One line: what was found. */
+  message: string;
+  /** For a failure: what to do about it. */
+  hint?: string;
+  /** For `pod` lines: everything found about the pod. */
+  pod?: EnvoyPodReport;
+}
+
+/** A controller as kubectl names it: `daemonset/envoy` in `projectcontour`. */
+export interface WorkloadRef {
+  /** The owner's kind (`DaemonSet`, `Deployment`, …), or `Pod` for a pod no controller owns. */
+  kind: string;
+  name: string;
+  namespace: string;
+}
+
+export interface DrainSettingsReport {
+  admin: string;
+  deadlineSeconds: number;
+  drainDelaySeconds: number;
+  minDrainSeconds: number;
+  minConnections: number;
+  pollIntervalSeconds: number;
+  requestTimeoutSeconds: number;
+  /** Patterns of listeners the drain does not count (probe and metrics ports). */
+  excludeListeners: string[];
+  inboundOnly: boolean;
+}
+
+export interface SidecarReport {
+  name: string;
+  /** It still has a preStop hook: a restart of the sidecar drains a healthy Envoy. */
+  armed: boolean;
+  /** From the pod's container statuses; null when the pod has none yet. */
+  running: boolean | null;
+}
+
+/**
+ * How drainguard's status annotation describes the pod: `current` (written by the installed version),
+ * `other-version`, `none` (never rewritten), or `opted-out` (`drainguard.io/inject: disabled`).
+ */
+export type Protection = 'current' | 'other-version' | 'none' | 'opted-out';
+
+export interface EnvoyPodReport {
+  namespace: string;
+  name: string;
+  protection: Protection;
+  /** The version in the status annotation, when there is one. */
+  drainguardVersion?: string;
+  envoyContainer: string;
+  /** Envoy's preStop runs drainguard's drain program. */
+  drainInstalled: boolean;
+  /** The drain settings the preStop carries, as the drain program reads them. */
+  drain?: DrainSettingsReport;
+  /** Why the drain program would refuse the preStop's arguments. */
+  drainError?: string;
+  sidecars: SidecarReport[];
+  /** The pod's controller, following ReplicaSet to Deployment; absent when it could not be read. */
+  owner?: WorkloadRef;
+  /** Being deleted: it drains with whatever it has, and its replacement is what matters. */
+  terminating: boolean;
+}
+
+export interface Fix {
+  workload: WorkloadRef;
+  /** Names of the pods this fixes. */
+  pods: string[];
+  /** `2 pods not rewritten by drainguard`. */
+  why: string;
+  /** Shell commands, in order. Empty when no command can fix it (see `note`). */
+  commands: string[];
+  note?: string;
+}
+
+export type Scope = { allNamespaces: true } | { allNamespaces: false; namespace: string };
+
+export interface CheckReport {
+  context: string;
+  server: string;
+  scope: Scope;
+  installation: {
+    release: string;
+    namespace: string;
+    webhookConfiguration: string;
+    /** The version pods are compared with; `versionSource` says where it came from. */
+    version: string;
+    /** `deployment`: the Deployment's `app.kubernetes.io/version` label; `check`: this program's own version. */
+    versionSource: 'deployment' | 'check';
+  };
+  checks: CheckResult[];
+  fixes: Fix[];
+  summary: { passed: number; failed: number; info: number; ok: boolean };
+}
+
+export function summarise(checks: readonly CheckResult[]): CheckReport['summary'] {
+  const count = (verdict: Verdict) => checks.filter((check) => check.verdict === verdict).length;
+  const failed = count('fail');
+  return { passed: count('pass'), failed, info: count('info'), ok: failed === 0 };
+}
