@@ -6,7 +6,6 @@
  */
 import { parse as parseYaml } from 'yaml';
 import type { Container } from './k8s';
-import { loopbackAddressFor } from './admin-address';
 
 /** An argv split into flag and value tokens. */
 export function argvTokens(argv: readonly string[]): string[] {
@@ -39,6 +38,14 @@ export function flagValue(tokens: readonly string[], names: readonly string[]): 
 export function configPath(container: Container): string | undefined {
   const path = flagValue(envoyTokens(container), ['-c', '--config-path']);
   return path !== undefined && path.startsWith('/') ? path : undefined;
+}
+
+/** A socket address (host, port) from an Envoy bootstrap, as the loopback address that reaches it. */
+export function loopbackAddressFor(host: string, port: number): string | undefined {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  if (host === '127.0.0.1' || host === '0.0.0.0' || host === 'localhost') return `http://127.0.0.1:${port}`;
+  if (host === '::1' || host === '::' || host === '[::1]' || host === '[::]') return `http://[::1]:${port}`;
+  return undefined;
 }
 
 /** Where the admin listener of an inline bootstrap (`--config-yaml`) listens. */

@@ -2,11 +2,10 @@
  * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
  * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
  */
+import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../drain-contract';
 import type { LifecycleHandler } from './k8s';
 import { basename, type SidecarRef } from './detect';
 import { resolvePort } from './ports';
-
-export const INSTALLED_PROGRAM_NAME = 'envoy-shutdown';
 
 export type PreStopKind =
   /** No preStop at all. */
@@ -59,7 +58,7 @@ function isShutdownCommand(command: readonly string[]): boolean {
 
 export function isDrainguardHook(handler: LifecycleHandler | undefined): boolean {
   const command = handler?.exec?.command;
-  return command !== undefined && (command[0] ?? '').endsWith(`/${INSTALLED_PROGRAM_NAME}`) && command[1] === 'drain';
+  return command !== undefined && (command[0] ?? '').endsWith(`/${PROGRAM_NAME}`) && command[1] === DRAIN_SUBCOMMAND;
 }
 
 export function classifyPreStop(handler: LifecycleHandler | undefined, sidecars: readonly SidecarRef[]): PreStopKind {

@@ -5,8 +5,8 @@
  */
 import type { Config } from '../config/types';
 import type { Container, Pod, Volume } from './k8s';
+import { PROGRAM_NAME } from '../drain-contract';
 import { configPath } from './envoy-args';
-import { INSTALLED_PROGRAM_NAME } from './hooks';
 
 export interface InstallMount {
   volumeName: string;
@@ -85,5 +85,5 @@ export function installDirectory(mount: InstallMount, config: Config): string {
 
 /** The program's path as Envoy's preStop sees it. */
 export function installedProgramPath(mount: InstallMount, config: Config): string {
-  return `${installDirectory(mount, config)}/${INSTALLED_PROGRAM_NAME}`;
+  return `${installDirectory(mount, config)}/${PROGRAM_NAME}`;
 }

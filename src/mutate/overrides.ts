@@ -4,7 +4,7 @@
  * annotation, the value and the accepted form, so the workload's events explain the rejection.
  */
 import type { SidecarMode } from '../config/types';
-import { ADMIN_ADDRESS_FORM, parseAdminAddress } from './admin-address';
+import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../drain-contract';
 import { ANNOTATION_PREFIX, Annotations, KNOWN_ANNOTATIONS } from './annotations';
 import { compareExact, parseQuantity } from './quantity';
 import { isDnsLabel } from './validate-pod';
@@ -24,8 +24,8 @@ export type OverridesReading =
   | { ok: true; overrides: Overrides; warnings: string[] }
   | { ok: false; message: string; warnings: string[] };
 
+/** Longest drain delay or minimum drain an annotation may ask for. */
 export const MAX_DURATION_SECONDS = 3600;
-export const MAX_MIN_CONNECTIONS = 1_000_000;
 const MAX_QUANTITY_LENGTH = 32;
 
 const DURATION_FORM = `whole seconds with an "s" suffix, 0s to ${MAX_DURATION_SECONDS}s (e.g. "5s")`;
@@ -35,7 +35,6 @@ const SIDECAR_MODE_FORM = '"remove" or "disarm"';
 const CONTAINER_NAME_FORM = 'the name of one of the pod\'s containers (a DNS label)';
 export const INJECT_FORM = '"enabled" or "disabled"';
 
-const DURATION = /^(0|[1-9][0-9]{0,3})s$/;
 const COUNT = /^(0|[1-9][0-9]{0,6})$/;
 
 /** Shows a user value in a message: quoted, escaped, and short. */
@@ -48,10 +47,11 @@ export function invalidAnnotationMessage(key: string, value: string, form: strin
   return `annotation ${key}: invalid value ${quoteValue(value)}; expected ${form}`;
 }
 
-function parseDuration(value: string): number | undefined {
-  if (!DURATION.test(value)) return undefined;
-  const seconds = Number(value.slice(0, -1));
-  return seconds <= MAX_DURATION_SECONDS ? seconds : undefined;
+/** Whole seconds written as the drain program reads them back (`5s`, not `5000ms`). */
+function parseSeconds(value: string): number | undefined {
+  const ms = parseDuration(value);
+  if (ms === undefined || ms % 1000 !== 0 || formatDuration(ms) !== value) return undefined;
+  return ms / 1000 <= MAX_DURATION_SECONDS ? ms / 1000 : undefined;
 }
 
 function parseCount(value: string): number | undefined {
@@ -85,14 +85,14 @@ interface OverrideRule<K extends keyof Overrides> {
 const RULES: OverrideRule<keyof Overrides>[] = [
   { key: Annotations.envoyCpuRequest, field: 'envoyCpuRequest', form: QUANTITY_FORM, parse: parsePositiveQuantity },
   { key: Annotations.envoyMemoryRequest, field: 'envoyMemoryRequest', form: QUANTITY_FORM, parse: parsePositiveQuantity },
-  { key: Annotations.drainDelay, field: 'drainDelaySeconds', form: DURATION_FORM, parse: parseDuration },
-  { key: Annotations.minDrain, field: 'minDrainSeconds', form: DURATION_FORM, parse: parseDuration },
+  { key: Annotations.drainDelay, field: 'drainDelaySeconds', form: DURATION_FORM, parse: parseSeconds },
+  { key: Annotations.minDrain, field: 'minDrainSeconds', form: DURATION_FORM, parse: parseSeconds },
   { key: Annotations.minConnections, field: 'minConnections', form: COUNT_FORM, parse: parseCount },
   {
     key: Annotations.adminAddress,
     field: 'adminAddress',
     form: ADMIN_ADDRESS_FORM,
-    parse: (value) => parseAdminAddress(value)?.address,
+    parse: (value) => (readAdminAddress(value).ok ? value : undefined),
   },
   { key: Annotations.sidecarMode, field: 'sidecarMode', form: SIDECAR_MODE_FORM, parse: parseSidecarMode },
   { key: Annotations.envoyContainer, field: 'envoyContainer', form: CONTAINER_NAME_FORM, parse: parseContainerName },

@@ -7,8 +7,8 @@
  */
 import type { Container, Pod } from './k8s';
 import type { SidecarRef } from './detect';
-import { adminAddressFromFlag, parseAdminAddress, type ParsedAdminAddress } from './admin-address';
-import { argvTokens, bootstrapAdmin, envoyTokens, flagValue } from './envoy-args';
+import { readAdminAddress, type AdminAddress } from '../drain-contract';
+import { argvTokens, bootstrapAdmin, envoyTokens, flagValue, loopbackAddressFor } from './envoy-args';
 import { drainguardHookAdmin } from './hooks';
 import { normalizeMountPath } from './install-target';
 import type { AdminAddressSource } from './result';
@@ -19,7 +19,7 @@ export const DEFAULT_ADMIN_ADDRESS = 'http://127.0.0.1:9901';
 const ADMIN_SOCKET_DIRECTORY = '/admin';
 
 export interface ResolvedAdmin {
-  parsed: ParsedAdminAddress;
+  address: AdminAddress;
   source: AdminAddressSource;
   /**
    * Where Envoy's admin listener is bound, as far as Envoy's own arguments show: only a `wildcard`
@@ -34,6 +34,15 @@ export interface ResolvedAdmin {
 interface Candidate {
   value: string | undefined;
   source: AdminAddressSource;
+}
+
+/** Flag values such as Contour's `--admin-address=/admin/admin.sock` or `127.0.0.1:9001`. */
+function adminAddressFromFlag(value: string): string | undefined {
+  if (value.startsWith('/')) return `unix:${value}`;
+  if (value.startsWith('unix:') || value.startsWith('http://')) return value;
+  const hostPort = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(value);
+  if (hostPort) return loopbackAddressFor(hostPort[1] as string, Number(hostPort[2]));
+  return undefined;
 }
 
 function sidecarFlagAddress(sidecars: readonly SidecarRef[]): string | undefined {
@@ -87,10 +96,11 @@ export function resolveAdminAddress(
     fromArgs?.kind !== 'tcp' ? 'unknown' : ['0.0.0.0', '::', '[::]'].includes(fromArgs.bindHost) ? 'wildcard' : 'loopback';
   for (const candidate of candidates) {
     if (candidate.value === undefined) continue;
-    const parsed = parseAdminAddress(candidate.value);
-    if (parsed !== undefined) return { admin: { parsed, source: candidate.source, bind }, warnings };
+    const reading = readAdminAddress(candidate.value);
+    if (reading.ok) return { admin: { address: reading.address, source: candidate.source, bind }, warnings };
     warnings.push(`admin address ${JSON.stringify(candidate.value)} (from ${candidate.source}) is not a unix socket or loopback address; ignored`);
   }
-  const parsed = parseAdminAddress(DEFAULT_ADMIN_ADDRESS) as ParsedAdminAddress;
-  return { admin: { parsed, source: 'default', bind }, warnings };
+  const fallback = readAdminAddress(DEFAULT_ADMIN_ADDRESS);
+  if (!fallback.ok) throw new Error(`drainguard bug: the default admin address is refused: ${fallback.problem}`);
+  return { admin: { address: fallback.address, source: 'default', bind }, warnings };
 }

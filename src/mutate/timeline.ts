@@ -30,7 +30,7 @@ export function shutdownTimeline(
     minDrainSeconds: timing.minDrainSeconds,
     deadlineSeconds: timing.deadlineSeconds,
     minConnections: timing.minConnections,
-    adminAddress: admin.parsed.address,
+    adminAddress: admin.address.text,
     livenessBudgetSeconds: probe === undefined ? null : livenessBudgetSeconds(probe),
     livenessSource,
     adminAddressSource: admin.source,

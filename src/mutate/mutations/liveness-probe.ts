@@ -32,11 +32,11 @@ function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | st
     if (readiness.scheme !== undefined) target.scheme = readiness.scheme;
     return target;
   }
-  if (admin.parsed.kind !== 'tcp') {
+  if (admin.address.kind !== 'tcp') {
     return 'Envoy has no httpGet readiness probe to copy and its admin API is a unix socket the kubelet cannot probe';
   }
   if (admin.bind === 'loopback') {
-    return `Envoy has no httpGet readiness probe to copy and its admin API (${admin.parsed.address}) listens on loopback only, which the kubelet cannot reach`;
+    return `Envoy has no httpGet readiness probe to copy and its admin API (${admin.address.text}) listens on loopback only, which the kubelet cannot reach`;
   }
   if (admin.bind === 'unknown') {
     return (
@@ -44,7 +44,7 @@ function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | st
       '(a probe on an unreachable admin would restart Envoy in a loop); add a readinessProbe on /ready to get one'
     );
   }
-  return { path: '/ready', port: admin.parsed.port };
+  return { path: '/ready', port: admin.address.port };
 }
 
 /** The probe drainguard would add for this Envoy and grace period. */
