@@ -4,6 +4,7 @@
  * drain delay plus the minimum drain must fit inside that deadline.
  */
 import type { Config } from '../config/types';
+import { MAX_DEADLINE_SECONDS } from '../drain-contract';
 import type { Overrides } from './overrides';
 
 /** Below this, a drain cannot achieve anything useful; the grace period is too short. */
@@ -21,7 +22,13 @@ export interface DrainTiming {
 export function drainTiming(graceSeconds: number, overrides: Overrides, config: Config): DrainTiming {
   const warnings: string[] = [];
   let deadline = graceSeconds - config.drain.deadlineMarginSeconds;
-  if (deadline < MIN_DEADLINE_SECONDS) {
+  if (deadline > MAX_DEADLINE_SECONDS) {
+    deadline = MAX_DEADLINE_SECONDS;
+    warnings.push(
+      `terminationGracePeriodSeconds ${graceSeconds}: the drain deadline is capped at ${MAX_DEADLINE_SECONDS}s, ` +
+        'the longest the drain program accepts',
+    );
+  } else if (deadline < MIN_DEADLINE_SECONDS) {
     // Never a zero or negative deadline; within the grace period when at all possible.
     deadline = Math.max(1, Math.min(graceSeconds, MIN_DEADLINE_SECONDS));
     warnings.push(

@@ -14,6 +14,8 @@ import { currentEnvoy, type MutationContext } from './context';
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;
 const DEFAULT_FAILURE_THRESHOLD = 3;
+/** Probe thresholds are int32 in the Pod API. */
+const MAX_FAILURE_THRESHOLD = 2 ** 31 - 1;
 
 export function livenessBudgetSeconds(probe: Probe): number {
   return (
@@ -22,7 +24,7 @@ export function livenessBudgetSeconds(probe: Probe): number {
   );
 }
 
-export type DesiredProbe = { probe: Probe } | { skipped: string };
+export type DesiredProbe = { probe: Probe; capped?: string } | { skipped: string };
 
 function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | string {
   const readiness = envoy.readinessProbe?.httpGet;
@@ -52,9 +54,16 @@ export function desiredLivenessProbe(envoy: Container, admin: ResolvedAdmin, gra
   const target = probeTarget(envoy, admin);
   if (typeof target === 'string') return { skipped: target };
   const { periodSeconds, timeoutSeconds, marginSeconds, terminationGracePeriodSeconds } = config.liveness;
-  // The smallest threshold whose budget strictly exceeds grace + margin.
-  const failureThreshold = Math.floor((graceSeconds + marginSeconds) / periodSeconds) + 1;
+  // The smallest threshold whose budget strictly exceeds grace + margin, within 1..int32.
+  const wanted = Math.max(1, Math.floor((graceSeconds + marginSeconds) / periodSeconds) + 1);
+  const failureThreshold = Math.min(wanted, MAX_FAILURE_THRESHOLD);
+  const capped =
+    wanted > MAX_FAILURE_THRESHOLD
+      ? `its failureThreshold is capped at ${MAX_FAILURE_THRESHOLD} (int32), a budget of ${periodSeconds * failureThreshold}s, ` +
+        `which does not outlast the ${graceSeconds}s grace period`
+      : undefined;
   return {
+    ...(capped !== undefined ? { capped } : {}),
     probe: {
       httpGet: target,
       periodSeconds,
@@ -84,5 +93,6 @@ export function applyLivenessProbe(context: MutationContext): void {
     context.warn(`container ${envoy.name}: no liveness probe added: ${desired.skipped}`);
     return;
   }
+  if (desired.capped !== undefined) context.warn(`container ${envoy.name}: liveness probe added, but ${desired.capped}`);
   context.builder.set([...context.envoyPath, 'livenessProbe'], desired.probe);
 }
