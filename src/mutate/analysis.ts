@@ -18,9 +18,9 @@ export function analyse(pod: Pod, config: Config, overrides: Overrides, envoyInd
   const sidecars = findShutdownManagers(pod, config, envoyIndex);
   const grace = gracePeriod(pod, config);
   const timing = drainTiming(grace.effectiveSeconds, overrides, config);
-  warnings.push(...timing.warnings);
+  for (const warning of timing.warnings) warnings.push(warning);
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
-  warnings.push(...adminWarnings);
+  for (const warning of adminWarnings) warnings.push(warning);
 
   const preStop = envoy.lifecycle?.preStop;
   const preStopKind = classifyPreStop(preStop, sidecars);

@@ -43,11 +43,17 @@ function resolveSidecarPort(port: string | number, sidecars: readonly SidecarRef
   return Number(port);
 }
 
-/** `sh -c "sleep 300"`, Bitnami's `sh -c "sleep 300; kill 1"`, and the bash equivalents. */
+/**
+ * `sh -c "sleep 300"`, Bitnami's `sh -c "sleep 300; kill 1"`, and the bash equivalents. No two
+ * adjacent parts of the pattern can match the same text (`1\s*;?\s*` could), so a long script is
+ * matched in linear time.
+ */
+const SLEEP_SCRIPT = /^\s*sleep\s+\d+(\.\d+)?s?\s*((;|&&)\s*kill\s+(-\w+\s+)?1\s*(;\s*)?)?$/;
+
 function isSleepScript(command: readonly string[]): boolean {
   if (command.length !== 3 || command[1] !== '-c') return false;
   if (!['sh', 'bash', 'ash', 'dash'].includes(basename(command[0] as string))) return false;
-  return /^\s*sleep\s+\d+(\.\d+)?s?\s*((;|&&)\s*kill\s+(-\w+\s+)?1\s*;?\s*)?$/.test(command[2] as string);
+  return SLEEP_SCRIPT.test(command[2] as string);
 }
 
 /** `contour envoy shutdown` / `envoy-gateway envoy shutdown` placed on Envoy itself. */

@@ -62,7 +62,8 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   if (!reading.ok) return { status: 'denied', message: reading.message, patch: [], warnings: reading.warnings };
 
   const analysis = analyse(pod, config, reading.overrides, detection.index);
-  analysis.warnings.unshift(...reading.warnings);
+  // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
+  analysis.warnings = reading.warnings.concat(analysis.warnings);
   const envoy = pod.spec.containers[detection.index] as Container;
 
   if (hasCurrentStatus(pod)) {

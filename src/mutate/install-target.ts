@@ -22,7 +22,10 @@ export type InstallTarget =
 
 /** `/config/` and `/config` are the same mount path. */
 export function normalizeMountPath(path: string): string {
-  return path.length > 1 ? path.replace(/\/+$/, '') : path;
+  // A loop, not /\/+$/: that regex retries from every slash of a long run of slashes (quadratic).
+  let end = path.length;
+  while (end > 1 && path[end - 1] === '/') end -= 1;
+  return path.slice(0, end);
 }
 
 /** Envoy's mount that holds its bootstrap file: the deepest mountPath containing it. */

@@ -98,6 +98,8 @@ const RULES: OverrideRule<keyof Overrides>[] = [
   { key: Annotations.envoyContainer, field: 'envoyContainer', form: CONTAINER_NAME_FORM, parse: parseContainerName },
 ];
 
+const SETTABLE_ANNOTATIONS = [...KNOWN_ANNOTATIONS].filter((key) => key !== Annotations.status).join(', ');
+
 /** Reads every override annotation; any invalid one makes the whole reading a denial. */
 export function readOverrides(annotations: Record<string, string> | undefined): OverridesReading {
   const overrides: Overrides = {};
@@ -114,11 +116,7 @@ export function readOverrides(annotations: Record<string, string> | undefined): 
   }
 
   for (const key of Object.keys(all)) {
-    if (key.startsWith(ANNOTATION_PREFIX) && !KNOWN_ANNOTATIONS.has(key)) {
-      warnings.push(
-        `unknown annotation ${key} ignored (known: ${[...KNOWN_ANNOTATIONS].filter((k) => k !== Annotations.status).join(', ')})`,
-      );
-    }
+    if (key.startsWith(ANNOTATION_PREFIX) && !KNOWN_ANNOTATIONS.has(key)) warnings.push(`unknown annotation ${key} ignored (known: ${SETTABLE_ANNOTATIONS})`);
   }
 
   if (problems.length > 0) return { ok: false, message: problems.join('; '), warnings };

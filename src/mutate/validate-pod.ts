@@ -107,6 +107,9 @@ export function validatePod(pod: Pod): string[] {
     if (containerNames.has(name)) problems.push(`${entry.where}: duplicate container name ${name}`);
     containerNames.add(name);
   }
-  for (const entry of containers) problems.push(...containerProblems(entry, volumeNames));
+  for (const entry of containers) {
+    // One by one, not push(...): a container may have more problems than a call takes arguments.
+    for (const problem of containerProblems(entry, volumeNames)) problems.push(problem);
+  }
   return problems;
 }

@@ -7,12 +7,13 @@ import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../annotations';
 import type { MutationContext } from './context';
 
 export function mergedVolumeList(existing: string | undefined, names: readonly string[]): string {
-  const merged: string[] = [];
+  // A Set keeps insertion order: linear however many names the annotation or the pod holds.
+  const merged = new Set<string>();
   for (const name of [...(existing ?? '').split(','), ...names]) {
     const trimmed = name.trim();
-    if (trimmed !== '' && !merged.includes(trimmed)) merged.push(trimmed);
+    if (trimmed !== '') merged.add(trimmed);
   }
-  return merged.join(',');
+  return [...merged].join(',');
 }
 
 export function applySafeToEvict(context: MutationContext): void {
