@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { MAX_MIN_CONNECTIONS } from '../drain-contract';
-import { isValidQuantity } from '../mutate/quantity';
-import { isDnsLabel } from '../mutate/validate-pod';
+import { isValidQuantity } from '../mutate/k8s/quantity';
+import { isDnsLabel } from '../mutate/k8s/validate';
 import { defaultConfig } from './defaults';
 import type { Config } from './types';
 

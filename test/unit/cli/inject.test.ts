@@ -3,7 +3,7 @@ import { defaultConfig } from '../../../src/config/defaults';
 import { ConfigError } from '../../../src/config/load';
 import { DrainguardBugError, InputError, UsageError } from '../../../src/cli/errors';
 import { injectStream, joinStreams, runInject, type InjectEnvironment, type MutateFunction } from '../../../src/cli/inject';
-import { PatchVerificationError } from '../../../src/mutate/errors';
+import { PatchVerificationError } from '../../../src/mutate';
 import { summarize } from '../../../src/cli/report';
 import { parseYamlStream, printDocument } from '../../../src/cli/yaml-stream';
 import { fakeMutate, throwingMutate } from './fake-mutate';

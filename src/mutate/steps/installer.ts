@@ -1,13 +1,13 @@
 /**
- * Step 3: the installer init container, which copies the drain program into a volume Envoy mounts
+ * The installer init container, which copies the drain program into a volume Envoy mounts
  * (no image is rebuilt). Hardened: non-root, read-only root filesystem, no privilege escalation,
  * no capabilities. It runs as Envoy's user so the files it leaves are Envoy's to execute.
  */
 import type { Config } from '../../config/types';
+import { installDirectory, normalizeMountPath, type InstallMount } from '../envoy/install-target';
 import type { Container, Pod, SecurityContext, VolumeMount } from '../k8s';
-import { installDirectory, normalizeMountPath, type InstallMount } from '../install-target';
-import { jsonEqual } from '../json-value';
-import { currentEnvoy, type MutationContext } from './context';
+import { jsonEqual } from '../patch/json';
+import { currentEnvoy, type StepContext } from './context';
 
 /** Used only when Envoy runs as root: runAsNonRoot forbids inheriting uid 0 (distroless `nonroot`). */
 export const NON_ROOT_FALLBACK_UID = 65532;
@@ -55,12 +55,12 @@ export function installerContainer(pod: Pod, envoy: Container, mount: InstallMou
   };
 }
 
-export function applyInstaller(context: MutationContext): void {
-  const { builder, config, installTarget } = context;
-  if (!context.installDrain || installTarget.kind === 'impossible') return;
-  const { mount } = installTarget;
+export function applyInstaller(context: StepContext): void {
+  const { builder, config, drain } = context;
+  if (drain === undefined) return;
+  const { mount } = drain.target;
 
-  if (installTarget.kind === 'fallback') {
+  if (drain.target.kind === 'fallback') {
     const volumes = builder.draft.spec.volumes ?? [];
     if (!volumes.some((v) => v.name === mount.volumeName)) {
       builder.append(['spec', 'volumes'], { name: mount.volumeName, emptyDir: {} });

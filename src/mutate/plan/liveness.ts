@@ -1,5 +1,5 @@
 /**
- * Step 2: a grace-period-aware liveness probe on Envoy, only when it has none.
+ * The grace-period-aware liveness probe drainguard gives an Envoy that has none.
  *
  * An Envoy stuck in DRAINING (its health check failed by a restarted sidecar) never recovers by
  * itself; a liveness probe on the readiness endpoint restarts it. But a legitimate drain also fails
@@ -7,9 +7,8 @@
  * (initialDelaySeconds + periodSeconds × failureThreshold) must exceed the grace period plus a margin.
  */
 import type { Config } from '../../config/types';
+import type { ResolvedAdmin } from '../envoy/admin';
 import type { Container, HTTPGetAction, Probe } from '../k8s';
-import type { ResolvedAdmin } from '../resolve-admin';
-import { currentEnvoy, type MutationContext } from './context';
 
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;
@@ -73,26 +72,4 @@ export function desiredLivenessProbe(envoy: Container, admin: ResolvedAdmin, gra
       terminationGracePeriodSeconds,
     },
   };
-}
-
-export function applyLivenessProbe(context: MutationContext): void {
-  const envoy = currentEnvoy(context);
-  const grace = context.grace.effectiveSeconds;
-  if (envoy.livenessProbe !== undefined) {
-    const budget = livenessBudgetSeconds(envoy.livenessProbe);
-    if (budget <= grace) {
-      context.warn(
-        `container ${envoy.name}: its liveness probe gives up after ${budget}s, not more than the ${grace}s grace period: ` +
-          'it can restart Envoy during a legitimate drain (kept as is)',
-      );
-    }
-    return;
-  }
-  const desired = desiredLivenessProbe(envoy, context.admin, grace, context.config);
-  if ('skipped' in desired) {
-    context.warn(`container ${envoy.name}: no liveness probe added: ${desired.skipped}`);
-    return;
-  }
-  if (desired.capped !== undefined) context.warn(`container ${envoy.name}: liveness probe added, but ${desired.capped}`);
-  context.builder.set([...context.envoyPath, 'livenessProbe'], desired.probe);
 }

@@ -3,10 +3,10 @@
  * (the volume Envoy mounts at the directory of its `-c` file), at the same mountPath and subPath,
  * when it is a plain disk emptyDir; otherwise a dedicated emptyDir mounted read-only into Envoy.
  */
-import type { Config } from '../config/types';
-import type { Container, Pod, Volume } from './k8s';
-import { PROGRAM_NAME } from '../drain-contract';
-import { configPath } from './envoy-args';
+import type { Config } from '../../config/types';
+import type { Container, Pod, Volume } from '../k8s';
+import { PROGRAM_NAME } from '../../drain-contract';
+import { configPath } from './args';
 
 export interface InstallMount {
   volumeName: string;

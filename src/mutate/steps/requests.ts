@@ -1,12 +1,14 @@
 /**
- * Step 1: resource requests. Unthrottled, unevicted shutdown handling needs requests; a user's value
- * is never overwritten, and cpu and memory are filled separately.
+ * Resource requests for Envoy and for every shutdown-manager sidecar that stays. Unthrottled,
+ * unevicted shutdown handling needs requests; a user's value is never overwritten, and cpu and
+ * memory are filled separately. (The installer gets its requests with the rest of its container.)
  */
 import type { ResourceRequests } from '../../config/types';
+import { sidecarPath } from '../envoy/detect';
 import type { Container, Quantity } from '../k8s';
-import type { PathSegment } from '../json-pointer';
-import type { PatchBuilder } from '../patch-builder';
-import { compareQuantities, parseQuantity, compareExact, subtractExact } from '../quantity';
+import { compareExact, compareQuantities, parseQuantity, subtractExact } from '../k8s/quantity';
+import type { PatchBuilder, PathSegment } from '../patch/builder';
+import { currentEnvoy, type StepContext } from './context';
 
 const RESOURCES: readonly (keyof ResourceRequests)[] = ['cpu', 'memory'];
 
@@ -67,4 +69,22 @@ export function memoryHeadroomWarning(envoy: Container, programMemory: string): 
     `container ${envoy.name}: memory limit ${String(limit)} leaves less than ${programMemory} above the request ${String(request)} ` +
     'for the drain program, which runs in Envoy\'s cgroup during preStop; Envoy may be OOM-killed mid-drain'
   );
+}
+
+export function applyRequests(context: StepContext): void {
+  const { builder, config, overrides } = context;
+  const envoyRequests = {
+    cpu: overrides.envoyCpuRequest ?? config.requests.envoy.cpu,
+    memory: overrides.envoyMemoryRequest ?? config.requests.envoy.memory,
+  };
+  fillRequests(builder, context.envoyPath, currentEnvoy(context), envoyRequests, context.warn);
+  const headroom = memoryHeadroomWarning(currentEnvoy(context), config.shutdownProgramMemory);
+  if (headroom !== undefined) context.warn(headroom);
+
+  // A sidecar stays when it is disarmed, or when the drain was not installed.
+  if (context.drain !== undefined && context.sidecarMode === 'remove') return;
+  for (const sidecar of context.sidecars) {
+    const path = sidecarPath(sidecar);
+    fillRequests(builder, path, builder.read(path) as Container, config.requests.sidecar, context.warn);
+  }
 }

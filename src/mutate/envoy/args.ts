@@ -5,7 +5,7 @@
  * elements. `--flag=value` is accepted too.
  */
 import { parse as parseYaml } from 'yaml';
-import type { Container } from './k8s';
+import type { Container } from '../k8s';
 
 /** An argv split into flag and value tokens. */
 export function argvTokens(argv: readonly string[]): string[] {

@@ -1,13 +1,36 @@
 /**
- * Per-pod overrides (`drainguard.io/<name>` annotations), validated strictly: several become exec
- * arguments of Envoy's preStop hook. An invalid value denies the pod with a message naming the
- * annotation, the value and the accepted form, so the workload's events explain the rejection.
+ * Every annotation drainguard reads or writes, and the per-pod overrides read from them.
+ *
+ * Overrides (`drainguard.io/<name>`) are validated strictly: several become exec arguments of
+ * Envoy's preStop hook. An invalid value denies the pod with a message naming the annotation, the
+ * value and the accepted form, so the workload's events explain the rejection.
  */
-import type { SidecarMode } from '../config/types';
-import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../drain-contract';
-import { ANNOTATION_PREFIX, Annotations, KNOWN_ANNOTATIONS } from './annotations';
-import { compareExact, parseQuantity } from './quantity';
-import { isDnsLabel } from './validate-pod';
+import type { SidecarMode } from '../../config/types';
+import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../../drain-contract';
+import { compareExact, parseQuantity } from '../k8s/quantity';
+import { isDnsLabel } from '../k8s/validate';
+
+export const ANNOTATION_PREFIX = 'drainguard.io/';
+
+export const Annotations = {
+  /** `enabled` | `disabled`: per-pod opt-out inside an opted-in namespace. */
+  inject: 'drainguard.io/inject',
+  /** Written by drainguard: `{"version":…,"actions":[…]}`. */
+  status: 'drainguard.io/status',
+  envoyContainer: 'drainguard.io/envoy-container',
+  envoyCpuRequest: 'drainguard.io/envoy-cpu-request',
+  envoyMemoryRequest: 'drainguard.io/envoy-memory-request',
+  drainDelay: 'drainguard.io/drain-delay',
+  minDrain: 'drainguard.io/min-drain',
+  minConnections: 'drainguard.io/min-connections',
+  adminAddress: 'drainguard.io/admin-address',
+  sidecarMode: 'drainguard.io/sidecar-mode',
+} as const;
+
+export const KNOWN_ANNOTATIONS: ReadonlySet<string> = new Set(Object.values(Annotations));
+
+/** The cluster autoscaler's list of local volumes it may discard when evicting the pod. */
+export const SAFE_TO_EVICT_LOCAL_VOLUMES = 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes';
 
 export interface Overrides {
   envoyCpuRequest?: string;

@@ -2,8 +2,8 @@
  * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
  * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
  */
-import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../drain-contract';
-import type { LifecycleHandler } from './k8s';
+import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../../drain-contract';
+import type { LifecycleHandler } from '../k8s';
 import { basename, type SidecarRef } from './detect';
 import { resolvePort } from './ports';
 

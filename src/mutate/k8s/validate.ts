@@ -2,7 +2,7 @@
  * The subset of Kubernetes pod validation that drainguard's mutations could break (docs/design.md,
  * "The patch"). The core runs it on its own output; the API server remains the real authority.
  */
-import type { Container, LifecycleHandler, Pod, Probe } from './k8s';
+import type { Container, LifecycleHandler, Pod, Probe } from './index';
 import { compareQuantities } from './quantity';
 
 const HOOK_HANDLERS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;

@@ -1,7 +1,11 @@
 /**
- * The subset of the Kubernetes core/v1 Pod schema drainguard reads or writes. Every field is optional,
- * as in the API: the core must cope with anything a valid pod may omit. Unknown fields are preserved
- * because the core only ever emits targeted JSON Patch operations.
+ * The pod model: the subset of the Kubernetes core/v1 Pod schema drainguard reads or writes. Every
+ * field is optional, as in the API: the core must cope with anything a valid pod may omit. Unknown
+ * fields are preserved because the core only ever emits targeted JSON Patch operations.
+ *
+ * Beside the types: shape.ts checks the JSON shape of what drainguard reads, validate.ts the API
+ * server's rules a patch could break, quantity.ts resource quantities. Nothing here imports anything
+ * else of drainguard.
  */
 
 export type Quantity = string | number;

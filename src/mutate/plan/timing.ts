@@ -1,11 +1,33 @@
 /**
- * The drain's time budget, derived from the pod's grace period. The kubelet kills Envoy when the
- * grace period ends whatever the hook is doing, so the drain must finish a margin earlier, and the
- * drain delay plus the minimum drain must fit inside that deadline.
+ * The pod's effective grace period, and the drain's time budget derived from it. The kubelet kills
+ * Envoy when the grace period ends whatever the hook is doing, so the drain must finish a margin
+ * earlier, and the drain delay plus the minimum drain must fit inside that deadline.
  */
-import type { Config } from '../config/types';
-import { MAX_DEADLINE_SECONDS } from '../drain-contract';
-import type { Overrides } from './overrides';
+import type { Config } from '../../config/types';
+import { MAX_DEADLINE_SECONDS } from '../../drain-contract';
+import type { Pod } from '../k8s';
+import type { Overrides } from './annotations';
+
+/** What Kubernetes uses when terminationGracePeriodSeconds is unset. */
+export const KUBERNETES_DEFAULT_GRACE_SECONDS = 30;
+
+export interface GracePeriod {
+  effectiveSeconds: number;
+  source: 'pod' | 'kubernetes-default' | 'floor';
+  /** The opt-in floor applies: terminationGracePeriodSeconds must be raised to effectiveSeconds. */
+  raise: boolean;
+}
+
+export function gracePeriod(pod: Pod, config: Config): GracePeriod {
+  const declared = pod.spec.terminationGracePeriodSeconds;
+  const current = typeof declared === 'number' ? declared : KUBERNETES_DEFAULT_GRACE_SECONDS;
+  const source = typeof declared === 'number' ? 'pod' : 'kubernetes-default';
+  const floor = config.gracePeriodFloor;
+  if (floor.enabled && current < floor.minimumSeconds) {
+    return { effectiveSeconds: floor.minimumSeconds, source: 'floor', raise: true };
+  }
+  return { effectiveSeconds: current, source, raise: false };
+}
 
 /** Below this, a drain cannot achieve anything useful; the grace period is too short. */
 export const MIN_DEADLINE_SECONDS = 5;

@@ -5,13 +5,23 @@
  * sidecar's `--admin-address` flag > the known sidecar defaults > a unix socket in an emptyDir
  * mounted at /admin > Envoy's conventional `http://127.0.0.1:9901`.
  */
-import type { Container, Pod } from './k8s';
+import { readAdminAddress, type AdminAddress } from '../../drain-contract';
+import type { Container, Pod } from '../k8s';
+import { argvTokens, bootstrapAdmin, envoyTokens, flagValue, loopbackAddressFor } from './args';
 import type { SidecarRef } from './detect';
-import { readAdminAddress, type AdminAddress } from '../drain-contract';
-import { argvTokens, bootstrapAdmin, envoyTokens, flagValue, loopbackAddressFor } from './envoy-args';
 import { drainguardHookAdmin } from './hooks';
 import { normalizeMountPath } from './install-target';
-import type { AdminAddressSource } from './result';
+
+/** Where the drain program's admin address came from, highest precedence first. */
+export type AdminAddressSource =
+  | 'annotation'
+  | 'envoy-args'
+  | 'drainguard-hook'
+  | 'sidecar-flag'
+  | 'contour-default'
+  | 'envoy-gateway-default'
+  | 'admin-volume'
+  | 'default';
 
 export const CONTOUR_ADMIN_ADDRESS = 'unix:/admin/admin.sock';
 export const ENVOY_GATEWAY_ADMIN_ADDRESS = 'http://127.0.0.1:19000';

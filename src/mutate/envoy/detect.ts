@@ -1,8 +1,8 @@
 /**
  * Which container is Envoy, and which are shutdown-manager sidecars.
  */
-import type { Config } from '../config/types';
-import type { Container, Pod } from './k8s';
+import type { Config } from '../../config/types';
+import type { Container, Pod } from '../k8s';
 
 /** `registry.example.com:5000/envoyproxy/envoy:v1.33@sha256:…` → `envoyproxy/envoy`. */
 export function imageRepository(image: string): string {
@@ -48,6 +48,11 @@ export interface SidecarRef {
   index: number;
   container: Container;
   flavor: SidecarFlavor;
+}
+
+/** Where the sidecar is in the pod, as a patch path. */
+export function sidecarPath(sidecar: SidecarRef): ['spec', SidecarRef['list'], number] {
+  return ['spec', sidecar.list, sidecar.index];
 }
 
 function commandLine(container: Container): string {

@@ -4,11 +4,26 @@
  * bug and throws: a wrong patch must never reach the API server.
  */
 import { applyPatch } from 'fast-json-patch';
-import { cloneJson, jsonEqual } from './json-value';
-import { PatchVerificationError } from './errors';
-import type { Pod } from './k8s';
-import type { PatchOperation } from './result';
-import { validatePod } from './validate-pod';
+import type { Pod } from '../k8s';
+import { validatePod } from '../k8s/validate';
+import type { PatchOperation } from './builder';
+import { cloneJson, jsonEqual } from './json';
+
+/**
+ * Thrown only when drainguard's own patch fails verification (it does not apply, or the patched pod
+ * has a violation the input did not have). That is always a drainguard bug, never the user's fault:
+ * adapters answer it as an internal error rather than denying the pod.
+ */
+export class PatchVerificationError extends Error {
+  constructor(
+    message: string,
+    /** The violations found in the patched pod that the input pod did not have. */
+    readonly violations: readonly string[] = [],
+  ) {
+    super(message);
+    this.name = 'PatchVerificationError';
+  }
+}
 
 export function verifyPatch(input: Pod, patch: readonly PatchOperation[], expected: Pod): void {
   let patched: Pod;

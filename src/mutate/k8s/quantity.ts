@@ -4,7 +4,7 @@
  * Values are kept as an exact fraction of BigInts so that comparisons never suffer float rounding
  * (`0.1` CPU vs `100m` must compare equal). Only what drainguard needs: parse, compare, subtract.
  */
-import type { Quantity } from './k8s';
+import type { Quantity } from './index';
 
 /** An exact non-negative or negative rational number: numerator / denominator, denominator > 0. */
 export interface ExactQuantity {

@@ -1,14 +1,39 @@
 /**
  * Builds a JSON Patch directly, one targeted operation at a time, while keeping a draft of the pod
- * with every operation so far applied. Mutations read the draft (so a later one sees what an
+ * with every operation so far applied. Steps read the draft (so a later one sees what an
  * earlier one added) and never have to reason about missing parents: `set` and `append` create
  * `/metadata/annotations`, `/spec/initContainers`, `lifecycle`, `resources`, `requests`... with a
  * single `add` of the nested value when they do not exist yet.
  */
-import type { Pod } from './k8s';
-import type { PatchOperation } from './result';
-import { toPointer, type PathSegment } from './json-pointer';
-import { cloneJson } from './json-value';
+import type { Pod } from '../k8s';
+import { cloneJson } from './json';
+
+/** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
+export type PatchOperation =
+  | { op: 'add'; path: string; value: unknown }
+  | { op: 'replace'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
+
+/** A field name or list index on the way from the pod's root to a value. */
+export type PathSegment = string | number;
+
+/**
+ * RFC 6901: the only place that escapes a path segment. Annotation keys such as
+ * `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes` contain `/`, and `~` must be
+ * escaped first so that `~1` in a key is not mistaken for an escaped `/`.
+ */
+export function escapeSegment(segment: PathSegment): string {
+  const text = String(segment);
+  // Almost every segment (field names, indices) has neither character: skip the two replace passes.
+  if (!text.includes('~') && !text.includes('/')) return text;
+  return text.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+export function toPointer(segments: readonly PathSegment[]): string {
+  let pointer = '';
+  for (const segment of segments) pointer += `/${escapeSegment(segment)}`;
+  return pointer;
+}
 
 type Json = Record<string, unknown> | unknown[];
 
