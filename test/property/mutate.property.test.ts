@@ -1,5 +1,5 @@
 /**
- * Issue 2 acceptance 5: properties of mutate() over generated valid pods.
+ * Properties of mutate() over generated valid pods.
  * Bounded runs keep the file well under 20 s.
  */
 import fc from 'fast-check';

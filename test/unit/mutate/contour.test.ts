@@ -1,4 +1,4 @@
-/** Issue 2 acceptance 2, at the mutate level, for each upstream Contour DaemonSet's pod template. */
+/** What drainguard does to each upstream Contour DaemonSet's pod template, at the mutate level. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';

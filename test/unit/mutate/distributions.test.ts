@@ -1,4 +1,4 @@
-/** Issue 2 acceptance 4: Bitnami, Envoy Gateway, plain Envoy, native sidecar and a non-Envoy pod. */
+/** Bitnami, Envoy Gateway, plain Envoy, native sidecar and a non-Envoy pod. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
