@@ -16,7 +16,7 @@ import {
   type MutationResult,
   type Pod,
 } from '../mutate';
-import { parseDrainArguments } from '../shutdown/main';
+import { parseDrainArguments } from '../drain-contract';
 import type { DrainSettingsReport, EnvoyPodReport, Protection, SidecarReport } from './report';
 
 export type PodAssessment =
@@ -110,18 +110,18 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
 /** `[program, 'drain', ...arguments]` read by `envoy-shutdown drain`'s own parser. */
 function readDrainSettings(command: readonly string[]): { settings: DrainSettingsReport } | { error: string } {
   try {
-    const { settings } = parseDrainArguments(command.slice(2));
+    const settings = parseDrainArguments(command.slice(2));
     const seconds = (ms: number) => ms / 1000;
     return {
       settings: {
-        admin: settings.adminLabel ?? '',
+        admin: settings.admin.text,
         deadlineSeconds: seconds(settings.deadlineMs),
         drainDelaySeconds: seconds(settings.drainDelayMs),
         minDrainSeconds: seconds(settings.minDrainMs),
         minConnections: settings.minConnections,
         pollIntervalSeconds: seconds(settings.pollIntervalMs),
         requestTimeoutSeconds: seconds(settings.requestTimeoutMs),
-        excludeListeners: settings.excludeListeners.map((pattern) => pattern.source),
+        excludeListeners: settings.excludeListeners,
         inboundOnly: settings.inboundOnly,
       },
     };

@@ -10,7 +10,7 @@ import { chartNames } from '../check/names';
 import { renderJson, renderText } from '../check/render';
 import type { CheckReport, Scope } from '../check/report';
 import { runCheck } from '../check/run';
-import { parseDuration } from '../shutdown/duration';
+import { parseDuration } from '../drain-contract';
 import { VERSION } from '../version';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
 import { EXIT_FAILURE, EXIT_OK, InputError, UsageError } from './errors';

@@ -3,7 +3,7 @@ import { isScalar, type Document } from 'yaml';
 import { ConfigError } from '../config/load';
 import type { Config } from '../config/types';
 import type { Pod } from '../mutate/k8s';
-import { PatchVerificationError } from '../mutate/errors';
+import { PatchVerificationError } from '../mutate';
 import type { MutationResult } from '../mutate/result';
 import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './report';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';

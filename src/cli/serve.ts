@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../config';
 import { ensureDevCertificates } from '../certs/dev';
 import { startWebhook, type TlsSource } from '../server/start';
-import { parseDuration } from '../shutdown/duration';
+import { parseDuration } from '../drain-contract';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './errors';
 

@@ -1,4 +1,5 @@
 import type { Config } from './types';
+import { DRAIN_DEFAULTS } from '../drain-contract';
 import { VERSION } from '../version';
 
 /**
@@ -34,10 +35,11 @@ export function defaultConfig(): Config {
     },
     drain: {
       deadlineMarginSeconds: 10,
-      drainDelaySeconds: 0,
-      minDrainSeconds: 5,
-      minConnections: 0,
-      pollIntervalSeconds: 1,
+      // The drain program's own defaults, so a hook written with defaults means what the program assumes.
+      drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
+      minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
+      minConnections: DRAIN_DEFAULTS.minConnections,
+      pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
     },
     gracePeriodFloor: {
       enabled: false,

@@ -5,8 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { isValidQuantity } from '../mutate/quantity';
-import { isDnsLabel } from '../mutate/validate-pod';
+import { MAX_MIN_CONNECTIONS } from '../drain-contract';
+import { isValidQuantity } from '../mutate/k8s/quantity';
+import { isDnsLabel } from '../mutate/k8s/validate';
 import { defaultConfig } from './defaults';
 import type { Config } from './types';
 
@@ -72,7 +73,7 @@ const SCHEMA: Schema<Config> = {
     deadlineMarginSeconds: integer(0, HOUR),
     drainDelaySeconds: integer(0, HOUR),
     minDrainSeconds: integer(0, HOUR),
-    minConnections: integer(0, 1_000_000),
+    minConnections: integer(0, MAX_MIN_CONNECTIONS),
     pollIntervalSeconds: integer(1, 60),
   },
   gracePeriodFloor: { enabled: boolean, minimumSeconds: integer(1, 24 * HOUR) },

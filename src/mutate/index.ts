@@ -2,40 +2,43 @@
  * The pure core: `mutate(pod, config)` decides what drainguard does to one Pod (or pod template)
  * and returns a verified JSON Patch. No I/O, no clock, no state: any replica, the CLI and the tests
  * get the same answer for the same input.
+ *
+ * The pod goes through five modules, in this order:
+ *   k8s/    the pod model: its shape is checked before anything reads it;
+ *   envoy/  the reading of an Envoy pod: which container is Envoy, its arguments, hooks, ports,
+ *           admin address, where the drain program can live;
+ *   plan/   the annotations' overrides, the grace period and timing, all of it decided as one Plan;
+ *   steps/  the changes, one ordered list, written through a PatchBuilder;
+ *   patch/  the builder, and the verification of the patch before it is answered.
  */
 import type { Config } from '../config/types';
-import { analyse } from './analysis';
-import { Annotations } from './annotations';
-import { findEnvoy } from './detect';
+import { findEnvoy } from './envoy/detect';
 import type { Container, Pod } from './k8s';
-import { applyMutations } from './mutations';
-import { hasCurrentStatus } from './mutations/status';
-import { INJECT_FORM, invalidAnnotationMessage, quoteValue, readOverrides } from './overrides';
-import { podShapeProblems } from './pod-shape';
+import { podShapeProblems } from './k8s/shape';
+import { verifyPatch } from './patch/verify';
+import { Annotations, INJECT_FORM, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
+import { makePlan } from './plan/plan';
+import { shutdownTimeline } from './plan/timeline';
 import type { MutationResult } from './result';
-import { shutdownTimeline } from './timeline';
-import { verifyPatch } from './verify';
+import { applySteps } from './steps';
+import { hasCurrentStatus } from './steps/pod';
 
 export * from './result';
 export * from './k8s';
-export { validatePod } from './validate-pod';
-export { podShapeProblems } from './pod-shape';
-export { PatchVerificationError } from './errors';
+export { validatePod } from './k8s/validate';
+export { podShapeProblems } from './k8s/shape';
+export { PatchVerificationError } from './patch/verify';
 // Read-only views of a pod, for `drainguard check`: which container is Envoy, which are shutdown-manager
 // sidecars, whether a preStop is drainguard's drain, and the status annotation, decided exactly as the
 // webhook decides them.
-export { Annotations } from './annotations';
-export { findEnvoy, findShutdownManagers, type SidecarRef } from './detect';
-export { isDrainguardHook } from './hooks';
-export { readStatus, type StatusRecord } from './mutations/status';
+export { Annotations } from './plan/annotations';
+export { findEnvoy, findShutdownManagers, type SidecarRef } from './envoy/detect';
+export { isDrainguardHook } from './envoy/hooks';
+export { readStatus, type StatusRecord } from './steps/pod';
 
 function isOptedOut(pod: Pod): boolean {
   const annotations: unknown = (pod as { metadata?: { annotations?: unknown } } | null)?.metadata?.annotations;
   return typeof annotations === 'object' && annotations !== null && (annotations as Record<string, unknown>)[Annotations.inject] === 'disabled';
-}
-
-function finalEnvoy(pod: Pod, envoyName: string, fallbackIndex: number): Container {
-  return pod.spec.containers.find((c) => c.name === envoyName) ?? (pod.spec.containers[fallbackIndex] as Container);
 }
 
 export function mutate(pod: Pod, config: Config): MutationResult {
@@ -68,25 +71,23 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   const reading = readOverrides(annotations);
   if (!reading.ok) return { status: 'denied', message: reading.message, patch: [], warnings: reading.warnings };
 
-  const analysis = analyse(pod, config, reading.overrides, detection.index);
-  analysis.warnings.unshift(...reading.warnings);
+  const plan = makePlan(pod, config, reading.overrides, detection.index);
   const envoy = pod.spec.containers[detection.index] as Container;
-
   if (hasCurrentStatus(pod)) {
-    const timeline = shutdownTimeline(envoy, analysis.grace, analysis.timing, analysis.admin, analysis.installDrain, config);
-    return { status: 'unchanged', patch: [], warnings: analysis.warnings, timeline };
+    // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
+    return { status: 'unchanged', patch: [], warnings: reading.warnings.concat(plan.warnings), timeline: shutdownTimeline(plan, envoy) };
   }
 
-  const { builder, actions } = applyMutations(pod, analysis);
+  const { builder, actions } = applySteps(pod, plan);
   const patch = builder.patch;
   verifyPatch(pod, patch, builder.draft);
-  const timeline = shutdownTimeline(
-    finalEnvoy(builder.draft, envoy.name, detection.index),
-    analysis.grace,
-    analysis.timing,
-    analysis.admin,
-    analysis.installDrain,
-    config,
-  );
-  return { status: 'mutated', patch, warnings: analysis.warnings, actions, timeline };
+  // Envoy as the steps left it: the timeline reports the liveness probe it ends up with.
+  const finalEnvoy = builder.draft.spec.containers.find((c) => c.name === envoy.name) ?? envoy;
+  return {
+    status: 'mutated',
+    patch,
+    warnings: reading.warnings.concat(plan.warnings),
+    actions,
+    timeline: shutdownTimeline(plan, finalEnvoy),
+  };
 }

@@ -1,27 +1,17 @@
 /**
  * What `mutate(pod, config)` answers. The webhook, the CLI and the tests only ever switch on `status`.
+ * The types it is made of live with the module that produces them and are re-exported here.
  */
+import type { PatchOperation } from './patch/builder';
+import type { ShutdownTimeline } from './plan/timeline';
+import type { MutationAction } from './steps/context';
 
-/** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
-export type PatchOperation =
-  | { op: 'add'; path: string; value: unknown }
-  | { op: 'replace'; path: string; value: unknown }
-  | { op: 'remove'; path: string };
+export type { PatchOperation } from './patch/builder';
+export type { AdminAddressSource, ShutdownTimeline } from './plan/timeline';
+export type { MutationAction } from './steps/context';
 
 /** Why a pod was let through untouched (metrics label, log field). */
 export type SkipReason = 'not-envoy' | 'opted-out' | 'no-containers';
-
-/** What a mutation did (metrics label `action`). */
-export type MutationAction =
-  | 'resource-requests'
-  | 'liveness-probe'
-  | 'installer'
-  | 'prestop'
-  | 'sidecar-removed'
-  | 'sidecar-disarmed'
-  | 'safe-to-evict'
-  | 'grace-period'
-  | 'status';
 
 export type MutationResult =
   | {
@@ -41,38 +31,3 @@ export type MutationResult =
    * one). The API server never sends such a pod; `drainguard inject` may read one from a file.
    */
   | { status: 'invalid'; problems: string[]; patch: []; warnings: string[] };
-
-/** The shutdown plan drainguard computed for an Envoy pod (`inject --explain`, logs). */
-export interface ShutdownTimeline {
-  /** Effective terminationGracePeriodSeconds (30 when unset). */
-  gracePeriodSeconds: number;
-  gracePeriodSource: 'pod' | 'kubernetes-default' | 'floor';
-  drainDelaySeconds: number;
-  minDrainSeconds: number;
-  /** `--deadline` given to the drain program: grace period minus the configured margin. */
-  deadlineSeconds: number;
-  minConnections: number;
-  adminAddress: string;
-  /** initialDelaySeconds + periodSeconds × failureThreshold of Envoy's liveness probe, if any. */
-  livenessBudgetSeconds: number | null;
-  livenessSource: 'drainguard' | 'user' | 'none';
-  // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
-  // optional only so that code building a timeline by hand keeps compiling.
-  /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
-  adminAddressSource?: AdminAddressSource;
-  /** Listener ports the drain ignores (probe and metrics traffic). */
-  excludedListenerPorts?: number[];
-  /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
-  drainInstalled?: boolean;
-}
-
-/** Where the drain program's admin address came from, highest precedence first. */
-export type AdminAddressSource =
-  | 'annotation'
-  | 'envoy-args'
-  | 'drainguard-hook'
-  | 'sidecar-flag'
-  | 'contour-default'
-  | 'envoy-gateway-default'
-  | 'admin-volume'
-  | 'default';

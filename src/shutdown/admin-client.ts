@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { AdminAddress } from './admin-address';
+import type { AdminAddress } from '../drain-contract';
 
 export interface AdminResponse {
   status: number;

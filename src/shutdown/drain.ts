@@ -1,3 +1,4 @@
+import type { DrainArguments } from '../drain-contract';
 import { AdminCallError, type AdminClient, type AdminResponse } from './admin-client';
 import type { Clock } from './clock';
 import {
@@ -11,19 +12,12 @@ import { countConnections, LISTENER_GAUGES_PATH } from './listener-stats';
 import type { Log } from './log';
 import { parseServerInfo } from './server-info';
 
-export interface DrainSettings {
+/** The drain command's arguments (src/drain-contract.ts), with the listener patterns compiled. */
+export type DrainSettings = Omit<DrainArguments, 'admin' | 'excludeListeners'> & {
   /** How the admin address is shown in the start line (e.g. `unix:/admin/admin.sock`). */
   adminLabel?: string;
-  deadlineMs: number;
-  drainDelayMs: number;
-  minDrainMs: number;
-  minConnections: number;
-  pollIntervalMs: number;
-  requestTimeoutMs: number;
   excludeListeners: RegExp[];
-  /** Ask for `drain_listeners?inboundonly` (honoured only on Envoy ≥ 1.34). */
-  inboundOnly: boolean;
-}
+};
 
 export interface DrainDeps {
   admin: AdminClient;

@@ -10,43 +10,33 @@
  * Exit codes: 0 success (a drain always exits 0, whatever Envoy does), 1 failure (install could not
  * write, status could not reach Envoy), 2 usage error.
  */
-import { AdminAddressError, describeAdminAddress, parseAdminAddress, type AdminAddress } from './admin-address';
+import {
+  DRAIN_FLAGS,
+  DRAIN_SUBCOMMAND,
+  drainArguments,
+  flagUsage,
+  parseFlags,
+  PROGRAM_NAME,
+  UsageError,
+  type AdminAddress,
+  type FlagSpec,
+  type ParsedFlags,
+} from '../drain-contract';
 import { AdminCallError, createAdminClient } from './admin-client';
 import { systemClock } from './clock';
 import { drainEnvoy, type DrainSettings } from './drain';
-import { flagUsage, parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags';
 import { InstallError, installExecutable } from './install';
 import { createLog, openLogSink } from './log';
 import { readStatus, renderStatusTable } from './status';
 import { VERSION } from '../version';
 
-const ADMIN_FLAG: FlagSpec = { kind: 'string', placeholder: 'ADDRESS', help: 'Envoy admin API: unix:/PATH or http://127.0.0.1:PORT (loopback or unix only)' };
-const REQUEST_TIMEOUT_FLAG: FlagSpec = { kind: 'duration', default: '1s', help: 'timeout of each admin API call' };
-const EXCLUDE_LISTENER_FLAG: FlagSpec = {
-  kind: 'regex',
-  repeatable: true,
-  help: 'do not count listeners whose stat name segment (e.g. 0.0.0.0_8002) matches REGEX',
-};
-
-const DRAIN_FLAGS: Record<string, FlagSpec> = {
-  admin: ADMIN_FLAG,
-  deadline: { kind: 'duration', default: '290s', help: 'hard bound on the whole drain (grace period minus a margin)' },
-  'drain-delay': { kind: 'duration', default: '0s', help: 'wait before failing the health check (load balancer deregistration)' },
-  'min-drain': { kind: 'duration', default: '5s', help: 'minimum time between /healthcheck/fail and exit' },
-  'min-connections': { kind: 'count', default: '0', help: 'exit once counted connections are at or below this' },
-  'poll-interval': { kind: 'duration', default: '1s', help: 'how often the listener gauges are read' },
-  'exclude-listener': EXCLUDE_LISTENER_FLAG,
-  'request-timeout': REQUEST_TIMEOUT_FLAG,
-  'inbound-only': { kind: 'boolean', help: 'drain only inbound listeners (drain_listeners?inboundonly, Envoy >= 1.34)' },
-};
-
-const COMMANDS: Record<string, { summary: string; flags: Record<string, FlagSpec>; run: (flags: ParsedFlags) => Promise<number> }> = {
+const COMMANDS: Record<string, { summary: string; flags: Readonly<Record<string, FlagSpec>>; run: (flags: ParsedFlags) => Promise<number> }> = {
   install: {
     summary: 'copy this program (and its lib/) into DIR atomically, mode 0755',
     flags: { to: { kind: 'string', placeholder: 'DIR', help: 'target directory, e.g. /config/drainguard' } },
     run: runInstall,
   },
-  drain: {
+  [DRAIN_SUBCOMMAND]: {
     summary: "drain Envoy through its admin API (Envoy's preStop); always exits 0",
     flags: DRAIN_FLAGS,
     run: runDrain,
@@ -54,14 +44,14 @@ const COMMANDS: Record<string, { summary: string; flags: Record<string, FlagSpec
   status: {
     summary: 'print Envoy state, version and active connections per listener',
     flags: {
-      admin: { ...ADMIN_FLAG, default: 'unix:/admin/admin.sock' },
+      admin: { ...DRAIN_FLAGS.admin, default: 'unix:/admin/admin.sock' },
       json: { kind: 'boolean', help: 'print JSON instead of a table' },
-      'exclude-listener': EXCLUDE_LISTENER_FLAG,
-      'request-timeout': REQUEST_TIMEOUT_FLAG,
+      'exclude-listener': DRAIN_FLAGS['exclude-listener'],
+      'request-timeout': DRAIN_FLAGS['request-timeout'],
     },
     run: runStatus,
   },
-  version: { summary: 'print the version', flags: {}, run: async () => (process.stdout.write(`envoy-shutdown ${VERSION}\n`), 0) },
+  version: { summary: 'print the version', flags: {}, run: async () => (process.stdout.write(`${PROGRAM_NAME} ${VERSION}\n`), 0) },
 };
 
 function single<T>(flags: ParsedFlags, name: string): T | undefined {
@@ -74,12 +64,6 @@ function required<T>(flags: ParsedFlags, name: string): T {
   return value;
 }
 
-function positiveDuration(flags: ParsedFlags, name: string): number {
-  const ms = required<number>(flags, name);
-  if (ms <= 0) throw new UsageError(`--${name} must be greater than 0`);
-  return ms;
-}
-
 async function runInstall(flags: ParsedFlags): Promise<number> {
   const target = required<string>(flags, 'to');
   const installed = installExecutable(process.execPath, target);
@@ -87,29 +71,15 @@ async function runInstall(flags: ParsedFlags): Promise<number> {
   return 0;
 }
 
-/**
- * `drain`'s arguments as the settings of the drain loop; throws UsageError or AdminAddressError. The
- * webhook writes these arguments into Envoy's preStop, and a contract test feeds every command it
- * writes through here: a preStop this refuses would fail at shutdown, with no drain at all.
- */
-export function parseDrainArguments(args: readonly string[]): { address: AdminAddress; settings: DrainSettings } {
-  return drainSettings(parseFlags(args, DRAIN_FLAGS));
-}
-
+/** `drain`'s flags (parsed by the drain contract, which the webhook writes them with) as the drain loop's settings. */
 function drainSettings(flags: ParsedFlags): { address: AdminAddress; settings: DrainSettings } {
-  const address = parseAdminAddress(required<string>(flags, 'admin'));
+  const { admin, excludeListeners, ...timing } = drainArguments(flags);
   const settings: DrainSettings = {
-    adminLabel: describeAdminAddress(address),
-    deadlineMs: positiveDuration(flags, 'deadline'),
-    drainDelayMs: required<number>(flags, 'drain-delay'),
-    minDrainMs: required<number>(flags, 'min-drain'),
-    minConnections: required<number>(flags, 'min-connections'),
-    pollIntervalMs: positiveDuration(flags, 'poll-interval'),
-    requestTimeoutMs: positiveDuration(flags, 'request-timeout'),
-    excludeListeners: (flags.get('exclude-listener') ?? []) as RegExp[],
-    inboundOnly: single<boolean>(flags, 'inbound-only') ?? false,
+    ...timing,
+    adminLabel: admin.text,
+    excludeListeners: excludeListeners.map((pattern) => new RegExp(pattern)),
   };
-  return { address, settings };
+  return { address: admin, settings };
 }
 
 async function runDrain(flags: ParsedFlags): Promise<number> {
@@ -132,16 +102,16 @@ async function runDrain(flags: ParsedFlags): Promise<number> {
 }
 
 async function runStatus(flags: ParsedFlags): Promise<number> {
-  const address = parseAdminAddress(required<string>(flags, 'admin'));
-  const timeoutMs = positiveDuration(flags, 'request-timeout');
-  const excludes = (flags.get('exclude-listener') ?? []) as RegExp[];
+  const address = required<AdminAddress>(flags, 'admin');
+  const timeoutMs = required<number>(flags, 'request-timeout');
+  const excludes = (flags.get('exclude-listener') ?? []).map((pattern) => new RegExp(pattern as string));
   try {
-    const status = await readStatus(createAdminClient(address), describeAdminAddress(address), excludes, timeoutMs);
+    const status = await readStatus(createAdminClient(address), address.text, excludes, timeoutMs);
     process.stdout.write(single<boolean>(flags, 'json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatusTable(status));
     return 0;
   } catch (error) {
     if (!(error instanceof AdminCallError)) throw error;
-    process.stderr.write(`envoy-shutdown status: cannot read Envoy status from ${describeAdminAddress(address)}: ${error.message}\n`);
+    process.stderr.write(`${PROGRAM_NAME} status: cannot read Envoy status from ${address.text}: ${error.message}\n`);
     return 1;
   }
 }
@@ -149,7 +119,7 @@ async function runStatus(flags: ParsedFlags): Promise<number> {
 export function usage(): string {
   const sections = Object.entries(COMMANDS).map(([name, command]) => {
     const flags = flagUsage(command.flags);
-    return `envoy-shutdown ${name}: ${command.summary}${flags ? `\n${flags}` : ''}`;
+    return `${PROGRAM_NAME} ${name}: ${command.summary}${flags ? `\n${flags}` : ''}`;
   });
   return `${sections.join('\n\n')}\n\nDurations: Ns or Nms. Drain logs go to /proc/1/fd/1 (else stderr); set ENVOY_SHUTDOWN_LOG=stderr|stdout|PATH to override.\n`;
 }
@@ -165,12 +135,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
     return await command.run(parseFlags(rest, command.flags));
   } catch (error) {
-    if (error instanceof UsageError || error instanceof AdminAddressError) {
-      process.stderr.write(`envoy-shutdown ${name}: ${error.message}\nRun "envoy-shutdown help" for usage.\n`);
+    if (error instanceof UsageError) {
+      process.stderr.write(`${PROGRAM_NAME} ${name}: ${error.message}\nRun "${PROGRAM_NAME} help" for usage.\n`);
       return 2;
     }
     if (error instanceof InstallError) {
-      process.stderr.write(`envoy-shutdown install: ${error.message}\n`);
+      process.stderr.write(`${PROGRAM_NAME} install: ${error.message}\n`);
       return 1;
     }
     throw error;

@@ -1,13 +1,13 @@
 /**
- * Issue 2 acceptance 5: properties of mutate() over generated valid pods.
+ * Properties of mutate() over generated valid pods.
  * Bounded runs keep the file well under 20 s.
  */
 import fc from 'fast-check';
 import { applyPatch as applyWithCore } from 'fast-json-patch';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
 import { mutate, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/annotations';
-import { findEnvoy, findShutdownManagers } from '../../src/mutate/detect';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/plan/annotations';
+import { findEnvoy, findShutdownManagers } from '../../src/mutate/envoy/detect';
 import { validPodCase, type GeneratedCase } from './pod-arbitrary';
 
 const RUNS = 300;

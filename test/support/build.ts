@@ -60,7 +60,7 @@ export function buildAll(log: (line: string) => void = () => undefined): void {
 
 /** Bundling and compiling the single executable takes seconds: only when its sources changed. */
 export function buildShutdownIfStale(log: (line: string) => void = () => undefined): void {
-  if (isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/version.ts', 'package-lock.json'])) return;
+  if (isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/drain-contract.ts', 'src/version.ts', 'package-lock.json'])) return;
   log('building dist/envoy-shutdown (npm run build:shutdown)');
   execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
 }

@@ -41,7 +41,7 @@ function expectRequests(target: Container): void {
   expect(target.resources?.requests?.memory).toEqual(expect.anything());
 }
 
-/** Issue 2, acceptance 2, item by item, on the pod template of a Contour DaemonSet. */
+/** Every change drainguard makes, one by one, on the pod template of a Contour DaemonSet. */
 function expectSafeContourTemplate(template: Pod, gracePeriod: number): void {
   const names = template.spec.containers.map((candidate) => candidate.name);
   expect(names).not.toContain('shutdown-manager');
@@ -110,7 +110,7 @@ describe.each(CONTOUR_FIXTURES)('drainguard inject -f %s', (fixture) => {
     expect(result.status).toBe(0);
   });
 
-  test('prints a DaemonSet whose pod template shuts down safely (issue 2, acceptance 2)', () => {
+  test('prints a DaemonSet whose pod template shuts down safely', () => {
     const template = onlyDaemonSetTemplate(result.stdout);
     expect(template.spec.terminationGracePeriodSeconds).toBe(300);
     expectSafeContourTemplate(template, 300);
@@ -134,7 +134,7 @@ describe.each(CONTOUR_FIXTURES)('drainguard inject -f %s', (fixture) => {
     }
   });
 
-  test('injecting its own output gives identical bytes (issue 2, acceptance 3)', () => {
+  test('injecting its own output gives identical bytes', () => {
     const again = drainguard(['inject', '-f', '-'], result.stdout);
     expect(again.status).toBe(0);
     expect(again.stdout).toBe(result.stdout);

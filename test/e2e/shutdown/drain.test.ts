@@ -1,5 +1,5 @@
 /**
- * Issue 3 acceptance 1–3: the built and installed `envoy-shutdown drain`, as its own process, against
+ * The built and installed `envoy-shutdown drain`, as its own process, against
  * the admin simulator over a unix socket with real client connections.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -57,7 +57,7 @@ test('install: executable mode 0755 in the target directory', () => {
   expect(statSync(program).mode & 0o777).toBe(0o755);
 });
 
-test('acceptance 1: documented call order; exits within one poll interval of the drain completing', async () => {
+test('documented call order; exits within one poll interval of the drain completing', async () => {
   const sim = await simulator({ listeners: [{}, { statName: '0.0.0.0_8002' }] });
   const connections = await openClients(sim, 3);
   // The stats listener's own scraper connection never closes and must not hold the drain.
@@ -96,7 +96,7 @@ test('acceptance 1: documented call order; exits within one poll interval of the
   expect(run.logs.map((l) => l.phase)).toEqual(expect.arrayContaining(['start', 'server-info', 'healthcheck-fail', 'drain-listeners', 'poll', 'summary']));
 });
 
-test('acceptance 1: the minimum drain holds an already idle Envoy, then exits at once', async () => {
+test('the minimum drain holds an already idle Envoy, then exits at once', async () => {
   const sim = await simulator();
   const run = await drain(sim, ['--deadline', '10s', '--min-drain', '1s', '--poll-interval', '1s']).finished;
   const failedAt = sim.requests.find((r) => r.path === '/healthcheck/fail')?.at as number;
@@ -105,7 +105,7 @@ test('acceptance 1: the minimum drain holds an already idle Envoy, then exits at
   expect(run.exitedAt - (failedAt + 1000)).toBeLessThanOrEqual(PROCESS_SLACK_MS);
 });
 
-test('acceptance 2: connections that never close → exit 0 at the deadline (within 1 s)', async () => {
+test('connections that never close → exit 0 at the deadline (within 1 s)', async () => {
   const sim = await simulator();
   await openClients(sim, 2);
   const run = await drain(sim, ['--deadline', '3s', '--min-drain', '1s', '--poll-interval', '500ms']).finished;
@@ -131,7 +131,7 @@ test('status: table for people, --json for machines', async () => {
   expect(down.stderr).toMatch(/cannot read Envoy status from unix:.*gone\.sock: GET \/server_info: ENOENT/);
 });
 
-describe('acceptance 3: faults', () => {
+describe('faults', () => {
   test.each([
     ['a missing unix socket', () => `unix:${join(workDir, 'gone.sock')}`],
     ['a closed loopback port', () => 'http://127.0.0.1:1'],

@@ -1,5 +1,5 @@
 /**
- * Issue 3 acceptance 4: the installed program runs in a root filesystem holding only glibc, as uid
+ * The installed program runs in a root filesystem holding only glibc, as uid
  * 65534, with /proc and /dev mounted as in any container (glibc resolves `$ORIGIN` through
  * /proc/self/exe), draining the simulator through a unix socket placed inside that root.
  *
@@ -25,7 +25,7 @@ let glibc: string[];
 
 describe('glibc-only root filesystem, uid 65534', () => {
   beforeAll(async () => {
-    // An acceptance test: never skipped. CI runs as root on Debian, which has both tools.
+    // Never skipped: without it nothing shows the program runs in a glibc-only image. CI runs as root on Debian, which has both tools.
     if (!hasGlibcRootTools()) throw new Error('this suite needs root, dpkg (Debian) and unshare (util-linux)');
     await ensureBuilt();
     root = mkdtempSync(join(tmpdir(), 'envoy-shutdown-glibc-root-'));

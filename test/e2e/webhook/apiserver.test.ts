@@ -1,5 +1,5 @@
 /**
- * Acceptance 1: drainguard seen from kube-apiserver. The server runs in self mode against the API
+ * drainguard seen from kube-apiserver. The server runs in self mode against the API
  * double; the test behaves like the API server: it trusts only the caBundle of the webhook configuration,
  * verifies the serving certificate for the Service DNS name, posts AdmissionReview v1 for every fixture
  * pod (with and without dryRun), applies the returned JSONPatch with an independent RFC 6902

@@ -1,7 +1,7 @@
 /**
  * The built CLI as Kubernetes runs it: `node dist/cli/main.js serve` in its own process.
- * Acceptance 5: SIGTERM during load fails readiness first, keeps serving, loses no request in flight, exits 0.
- * Acceptance 6: `npm start` in a fresh copy of the repository, then the README's curl line.
+ * SIGTERM during load fails readiness first, keeps serving, loses no request in flight, exits 0.
+ * `npm start` in a fresh copy of the repository, then the README's curl line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:https';

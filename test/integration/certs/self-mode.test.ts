@@ -1,5 +1,5 @@
 /**
- * Acceptance 4: `--tls-mode self` against the Kubernetes API double, through the real client library.
+ * `--tls-mode self` against the Kubernetes API double, through the real client library.
  * Two replicas starting at once end with one Secret and one CA, and the webhook's caBundle verifies both;
  * renewal adds a new CA while keeping the old one in the bundle until it expires.
  */

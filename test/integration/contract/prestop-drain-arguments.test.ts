@@ -1,25 +1,153 @@
 /**
- * The contract between the webhook and the drain program: every preStop command `mutate` writes must
- * be accepted by `envoy-shutdown drain`'s own argument parser and mean what the timeline says. A
- * command the program refused would fail at shutdown (a FailedPreStopHook event), and Envoy would be
- * killed with no drain at all — the failure drainguard exists to prevent.
+ * The contract between the webhook and the drain program (src/drain-contract.ts): every drain setting
+ * written with the flag table's formatter is read back by the program's parser as the same setting,
+ * and every preStop command `mutate` writes is accepted by `envoy-shutdown drain` and means what the
+ * timeline says. A command the program refused would fail at shutdown (a FailedPreStopHook event),
+ * and Envoy would be killed with no drain at all — the failure drainguard exists to prevent.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { parse } from 'yaml';
 import { defaultConfig, type Config } from '../../../src/config';
+import {
+  DRAIN_DEFAULTS,
+  DRAIN_FLAGS,
+  DRAIN_SUBCOMMAND,
+  formatDrainArguments,
+  MAX_DEADLINE_SECONDS,
+  MAX_MIN_CONNECTIONS,
+  parseDrainArguments,
+  PROGRAM_NAME,
+  readAdminAddress,
+  type AdminAddress,
+  type DrainArguments,
+} from '../../../src/drain-contract';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
-import { parseDrainArguments } from '../../../src/shutdown/main';
 import { validPodCase } from '../../property/pod-arbitrary';
 import { applyIndependently } from '../../support/independent-patch';
 
 const POD_FIXTURES = join(__dirname, '../../fixtures/pods');
 
+function address(text: string): AdminAddress {
+  const reading = readAdminAddress(text);
+  if (!reading.ok) throw new Error(reading.problem);
+  return reading.address;
+}
+
+describe('the flag table round trip: format, then parse, gives back the settings', () => {
+  const maxMs = MAX_DEADLINE_SECONDS * 1000;
+  const duration = fc.oneof(fc.integer({ min: 0, max: maxMs }), fc.integer({ min: 0, max: MAX_DEADLINE_SECONDS }).map((s) => s * 1000));
+  const positiveDuration = fc.oneof(fc.integer({ min: 1, max: maxMs }), fc.integer({ min: 1, max: MAX_DEADLINE_SECONDS }).map((s) => s * 1000));
+  const adminAddress = fc.oneof(
+    fc.constantFrom('unix:/admin/admin.sock', 'http://[::1]:9901', 'http://localhost:19000', `unix:/${'s'.repeat(106)}`),
+    fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.integer({ min: 1, max: 65535 })).map(([a, b, c, port]) => `http://127.${a}.${b}.${c}:${port}`),
+    fc.array(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,9}$/), { minLength: 1, maxLength: 6 }).map((segments) => `unix:/${segments.join('/')}`),
+  ).map(address);
+  const settings: fc.Arbitrary<DrainArguments> = fc.record({
+    admin: adminAddress,
+    deadlineMs: positiveDuration,
+    drainDelayMs: duration,
+    minDrainMs: duration,
+    minConnections: fc.integer({ min: 0, max: MAX_MIN_CONNECTIONS }),
+    pollIntervalMs: positiveDuration,
+    requestTimeoutMs: positiveDuration,
+    excludeListeners: fc.array(fc.constantFrom('_8002$', '^admin$', '[.]', 'a/b', 'stats|metrics', '--x', '=', ''), { maxLength: 4 }),
+    inboundOnly: fc.boolean(),
+  });
+
+  test('for generated settings', () => {
+    fc.assert(
+      fc.property(settings, (given) => {
+        expect(parseDrainArguments(formatDrainArguments(given))).toEqual(given);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  test('for the extremes of every range', () => {
+    const extremes: DrainArguments = {
+      admin: address('http://127.255.255.255:65535'),
+      deadlineMs: maxMs,
+      drainDelayMs: 0,
+      minDrainMs: maxMs,
+      minConnections: MAX_MIN_CONNECTIONS,
+      pollIntervalMs: 1,
+      requestTimeoutMs: maxMs,
+      excludeListeners: [],
+      inboundOnly: false,
+    };
+    expect(parseDrainArguments(formatDrainArguments(extremes))).toEqual(extremes);
+  });
+
+  test('every flag of the table is written for its setting, in table order', () => {
+    const given: DrainArguments = {
+      admin: address('unix:/admin/admin.sock'),
+      deadlineMs: 290_000,
+      drainDelayMs: 1500,
+      minDrainMs: 5000,
+      minConnections: 3,
+      pollIntervalMs: 250,
+      requestTimeoutMs: 2000,
+      excludeListeners: ['_8002$', '_9090$'],
+      inboundOnly: true,
+    };
+    const args = formatDrainArguments(given);
+    const written = args.filter((arg) => arg.startsWith('--')).map((flag) => flag.slice(2));
+    expect([...new Set(written)]).toEqual(Object.keys(DRAIN_FLAGS));
+    expect(args).toEqual([
+      '--admin', 'unix:/admin/admin.sock',
+      '--deadline', '290s',
+      '--drain-delay', '1500ms',
+      '--min-drain', '5s',
+      '--min-connections', '3',
+      '--poll-interval', '250ms',
+      '--exclude-listener', '_8002$',
+      '--exclude-listener', '_9090$',
+      '--request-timeout', '2s',
+      '--inbound-only',
+    ]);
+  });
+
+  test('a setting left out is the program default, and drainguard configures the same defaults', () => {
+    const admin = address('unix:/admin/admin.sock');
+    expect(parseDrainArguments(formatDrainArguments({ admin }))).toEqual({
+      admin,
+      deadlineMs: DRAIN_DEFAULTS.deadlineSeconds * 1000,
+      drainDelayMs: DRAIN_DEFAULTS.drainDelaySeconds * 1000,
+      minDrainMs: DRAIN_DEFAULTS.minDrainSeconds * 1000,
+      minConnections: DRAIN_DEFAULTS.minConnections,
+      pollIntervalMs: DRAIN_DEFAULTS.pollIntervalSeconds * 1000,
+      requestTimeoutMs: DRAIN_DEFAULTS.requestTimeoutSeconds * 1000,
+      excludeListeners: [],
+      inboundOnly: false,
+    });
+    const { drain } = defaultConfig();
+    expect(drain).toMatchObject({
+      drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
+      minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
+      minConnections: DRAIN_DEFAULTS.minConnections,
+      pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
+    });
+  });
+
+  test.each<[string, Partial<DrainArguments>]>([
+    ['no admin address', { deadlineMs: 1000 }],
+    ['a deadline above the maximum', { admin: address('unix:/a'), deadlineMs: (MAX_DEADLINE_SECONDS + 1) * 1000 }],
+    ['a zero deadline', { admin: address('unix:/a'), deadlineMs: 0 }],
+    ['a fractional duration', { admin: address('unix:/a'), minDrainMs: 1.5 }],
+    ['a negative count', { admin: address('unix:/a'), minConnections: -1 }],
+    ['a count above the maximum', { admin: address('unix:/a'), minConnections: MAX_MIN_CONNECTIONS + 1 }],
+    ['an invalid pattern', { admin: address('unix:/a'), excludeListeners: ['('] }],
+  ])('the formatter refuses to write what the parser would refuse: %s', (_label, given) => {
+    expect(() => formatDrainArguments(given)).toThrow(/drainguard bug: envoy-shutdown drain would refuse/);
+  });
+});
+
 function drainHooks(pod: Pod): { container: Container; command: string[] }[] {
   return pod.spec.containers.flatMap((container) => {
     const command = container.lifecycle?.preStop?.exec?.command;
-    return command?.[1] === 'drain' && command[0]?.endsWith('/envoy-shutdown') ? [{ container, command }] : [];
+    return command?.[1] === DRAIN_SUBCOMMAND && command[0]?.endsWith(`/${PROGRAM_NAME}`) ? [{ container, command }] : [];
   });
 }
 
@@ -32,12 +160,14 @@ function checkContract(pod: Pod, config: Config): boolean {
   expect(hooks).toHaveLength(1);
   const command = hooks[0]?.command ?? [];
 
-  const { settings } = parseDrainArguments(command.slice(2));
+  const settings = parseDrainArguments(command.slice(2));
   const { timeline } = result;
+  expect(settings.admin.text).toBe(timeline.adminAddress);
   expect(settings.deadlineMs).toBe(timeline.deadlineSeconds * 1000);
   expect(settings.drainDelayMs).toBe(timeline.drainDelaySeconds * 1000);
   expect(settings.minDrainMs).toBe(timeline.minDrainSeconds * 1000);
   expect(settings.minConnections).toBe(timeline.minConnections);
+  expect(settings.excludeListeners).toEqual((timeline.excludedListenerPorts ?? []).map((port) => `_${port}$`));
   // The hook must return before the kubelet gives up on the pod. A grace period of 0 still gets a 1 s
   // deadline (the program needs a positive one), inside the ~2 s the kubelet adds to every grace period.
   expect(settings.deadlineMs).toBeLessThanOrEqual(Math.max(timeline.gracePeriodSeconds, 1) * 1000);
@@ -45,7 +175,7 @@ function checkContract(pod: Pod, config: Config): boolean {
   // The program is run from where the installer put it.
   const installer = after.spec.initContainers?.find((c) => c.name === config.installer.containerName);
   const installedTo = installer?.command?.[installer.command.indexOf('--to') + 1];
-  expect(command[0]).toBe(`${installedTo}/envoy-shutdown`);
+  expect(command[0]).toBe(`${installedTo}/${PROGRAM_NAME}`);
   return true;
 }
 

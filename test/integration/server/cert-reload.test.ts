@@ -1,5 +1,5 @@
 /**
- * Acceptance 3: the certificate files are replaced the way the kubelet updates a Secret volume (a new
+ * The certificate files are replaced the way the kubelet updates a Secret volume (a new
  * timestamped directory, then an atomic rename of the `..data` symlink) while a load generator runs with
  * frequent reconnects: no request fails, and new connections get the new certificate.
  */

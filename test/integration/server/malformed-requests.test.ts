@@ -1,5 +1,5 @@
 /**
- * Acceptance 2: a corpus of malformed requests, each answered with a 4xx and a specific message, and the
+ * A corpus of malformed requests, each answered with a 4xx and a specific message, and the
  * server still answering a valid review afterwards.
  */
 import { connect } from 'node:tls';

@@ -1,5 +1,5 @@
 import { DrainguardBugError, InputError, reportError, UsageError } from '../../../src/cli/errors';
-import { PatchVerificationError } from '../../../src/mutate/errors';
+import { PatchVerificationError } from '../../../src/mutate';
 
 function report(error: unknown): { code: number; stderr: string } {
   let stderr = '';

@@ -1,6 +1,9 @@
 import { formatExplanation } from '../../../src/cli/explain';
 import type { WorkloadReport } from '../../../src/cli/report';
-import { FAKE_TIMELINE } from './fake-mutate';
+import { loadPod, mutateOk } from '../mutate/support';
+
+/** The real core's timeline for Contour's Envoy pod (grace period 300 s). */
+const TIMELINE = mutateOk(loadPod('contour-main.yaml')).result.timeline;
 
 const at = { source: 'envoy.yaml', document: 1, item: null, kind: 'DaemonSet', name: 'projectcontour/envoy' } as const;
 
@@ -8,7 +11,7 @@ describe('formatExplanation', () => {
   test('a mutated workload: heading with actions, an aligned timeline table, its warnings', () => {
     const report: WorkloadReport = {
       ...at,
-      outcome: { status: 'mutated', patch: [], actions: ['prestop', 'liveness-probe'], warnings: ['memory limit is tight'], timeline: FAKE_TIMELINE },
+      outcome: { status: 'mutated', patch: [], actions: ['prestop', 'liveness-probe'], warnings: ['memory limit is tight'], timeline: TIMELINE },
     };
     expect(formatExplanation([report])).toBe(
       [
@@ -30,14 +33,14 @@ describe('formatExplanation', () => {
   test("a user's liveness probe shorter than the grace period is called out; a missing one says so", () => {
     const short: WorkloadReport = {
       ...at,
-      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...FAKE_TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user' } },
+      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user' } },
     };
     const text = formatExplanation([short]);
     expect(text).toContain('unchanged (already injected by this drainguard version)');
     expect(text).toMatch(/liveness budget +33s +the workload's own probe; 267s SHORTER than the grace period/);
     expect(text).toContain('  warnings: none\n');
     const none = formatExplanation([
-      { ...at, outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...FAKE_TIMELINE, livenessBudgetSeconds: null, livenessSource: 'none', gracePeriodSource: 'kubernetes-default', gracePeriodSeconds: 30 } } },
+      { ...at, outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: null, livenessSource: 'none', gracePeriodSource: 'kubernetes-default', gracePeriodSeconds: 30 } } },
     ]);
     expect(none).toMatch(/liveness budget +none +no liveness probe\n/);
     expect(none).toMatch(/grace period +30s +not set: the Kubernetes default\n/);

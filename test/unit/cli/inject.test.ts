@@ -3,12 +3,22 @@ import { defaultConfig } from '../../../src/config/defaults';
 import { ConfigError } from '../../../src/config/load';
 import { DrainguardBugError, InputError, UsageError } from '../../../src/cli/errors';
 import { injectStream, joinStreams, runInject, type InjectEnvironment, type MutateFunction } from '../../../src/cli/inject';
-import { PatchVerificationError } from '../../../src/mutate/errors';
+import { mutate, PatchVerificationError } from '../../../src/mutate';
 import { summarize } from '../../../src/cli/report';
 import { parseYamlStream, printDocument } from '../../../src/cli/yaml-stream';
-import { fakeMutate, throwingMutate } from './fake-mutate';
+import { VERSION } from '../../../src/version';
 
-const inject = (text: string, mutate: MutateFunction = fakeMutate) => injectStream('in.yaml', text, mutate, defaultConfig());
+/** The CLI's YAML plumbing, with the real core. */
+const inject = (text: string, core: MutateFunction = mutate) => injectStream('in.yaml', text, core, defaultConfig());
+
+/** A core with a bug: it throws. */
+const throwingMutate: MutateFunction = () => {
+  throw new Error('patch does not apply');
+};
+
+/** The one warning the core gives for DAEMONSET below. */
+const HEADROOM_WARNING =
+  "container envoy: memory limit 128Mi leaves less than 64Mi above the request 128Mi for the drain program, which runs in Envoy's cgroup during preStop; Envoy may be OOM-killed mid-drain";
 
 const SERVICE = `# the Service stays exactly as written
 apiVersion: v1
@@ -29,9 +39,16 @@ spec:
     spec:
       containers:
       - name: shutdown-manager   # removed by the mutation
-        image: contour
+        image: ghcr.io/projectcontour/contour:v1.33.6
+        command: [/bin/contour]
+        args: [envoy, shutdown-manager]
       - name: envoy
-        image: envoyproxy/envoy   # keep this comment
+        image: envoyproxy/envoy:v1.33.6   # keep this comment
+        args: [-c, /config/envoy.json]
+        # "on" reads as a boolean in YAML 1.1 unless quoted; drainguard copies it into the liveness probe.
+        ports: [{name: "on", containerPort: 8002}]
+        readinessProbe: {httpGet: {path: /ready, port: "on"}}
+        resources: {limits: {memory: 128Mi}}
         volumeMounts:
           - {name: config, mountPath: /config}
       volumes:
@@ -51,6 +68,10 @@ spec:
       containers: [{name: nginx, image: nginx}]
 `;
 
+const DENIED = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu-request: lots}\nspec:\n  containers: [{name: envoy}]\n`;
+const DENIAL =
+  'annotation drainguard.io/envoy-cpu-request: invalid value "lots"; expected a positive Kubernetes quantity (e.g. "100m", "0.5", "128Mi", "1G")';
+
 describe('injectStream', () => {
   const stream = `${SERVICE}---\n${DAEMONSET}---\n${NOT_ENVOY}`;
 
@@ -64,10 +85,12 @@ describe('injectStream', () => {
   test("the patch is applied to the template, Pod-root-relative, adding the metadata a template may omit", () => {
     const daemonSet = parseAllDocuments(inject(stream).output)[1]!.toJS();
     const template = daemonSet.spec.template;
-    expect(template.metadata.annotations['drainguard.io/status']).toContain('"version":"test"');
+    expect(template.metadata.annotations['drainguard.io/status']).toContain(`"version":"${VERSION}"`);
     expect(template.spec.containers.map((container: { name: string }) => container.name)).toEqual(['envoy']);
-    expect(template.spec.containers[0].livenessProbe.httpGet).toEqual({ path: '/ready', port: 8002 });
-    expect(template.spec.initContainers).toEqual([{ name: 'drainguard-install', image: 'drainguard:test', args: ['install', 'on', '0644'] }]);
+    expect(template.spec.containers[0].livenessProbe.httpGet).toEqual({ path: '/ready', port: 'on' });
+    expect(template.spec.initContainers).toEqual([
+      expect.objectContaining({ name: 'drainguard-install', command: [expect.stringMatching(/envoy-shutdown$/), 'install', '--to', '/config/drainguard'] }),
+    ]);
     // Everything else in the object is intact.
     expect(daemonSet.metadata).toEqual({ name: 'envoy', namespace: 'projectcontour' });
     expect(Object.keys(template)).toEqual(['metadata', 'spec']);
@@ -76,10 +99,14 @@ describe('injectStream', () => {
   test('an edited document keeps its comments, and YAML 1.1 meanings survive re-serialisation', () => {
     const edited = inject(stream).output.split(/^---\n/m)[1]!;
     expect(edited).toContain('# no metadata in this template');
-    expect(edited).toContain('image: envoyproxy/envoy # keep this comment');
+    expect(edited).toContain('image: envoyproxy/envoy:v1.33.6 # keep this comment');
     expect(edited).toContain('fsGroup: 0644');
-    expect(parse(edited, { version: '1.1' }).spec.template.spec.initContainers[0].args).toEqual(['install', 'on', '0644']);
-    expect(parse(edited, { version: '1.1' }).spec.template.spec.securityContext.fsGroup).toBe(0o644);
+    const reread = parse(edited, { version: '1.1' }).spec.template.spec;
+    expect(reread.containers[0].livenessProbe.httpGet.port).toBe('on');
+    const command: unknown[] = reread.containers[0].lifecycle.preStop.exec.command;
+    expect(command[command.indexOf('--min-connections') + 1]).toBe('0');
+    expect(command.every((arg) => typeof arg === 'string')).toBe(true);
+    expect(reread.securityContext.fsGroup).toBe(0o644);
   });
 
   test('injecting the output again gives identical bytes', () => {
@@ -126,7 +153,7 @@ items:
           metadata:
             annotations: {team: edge}
           spec:
-            containers: [{name: envoy, image: envoyproxy/envoy}]
+            containers: [{name: envoy, image: envoyproxy/envoy:v1.33.6}]
 - apiVersion: apps/v1
   kind: Deployment
   metadata: {name: empty}
@@ -135,7 +162,11 @@ items:
     const result = inject(list);
     const items = parse(result.output).items;
     const template = items[0].spec.jobTemplate.spec.template;
-    expect(template.metadata.annotations).toEqual({ team: 'edge', 'drainguard.io/status': expect.any(String) });
+    expect(template.metadata.annotations).toEqual({
+      team: 'edge',
+      'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes': 'drainguard',
+      'drainguard.io/status': expect.any(String),
+    });
     expect(template.spec.initContainers).toHaveLength(1);
     expect(items[1]).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'empty' }, spec: { replicas: 0 } });
     expect(result.workloads.map((workload) => [workload.item, workload.outcome.status])).toEqual([
@@ -146,10 +177,7 @@ items:
   });
 
   test('a denied workload is reported with file, document, item, workload and the message', () => {
-    const denied = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu: lots}\nspec:\n  containers: [{name: envoy}]\n`;
-    expect(inject(`${SERVICE}---\n${denied}`).rejections).toEqual([
-      'in.yaml: document 2: Pod p: denied: drainguard.io/envoy-cpu: "lots" is not a quantity',
-    ]);
+    expect(inject(`${SERVICE}---\n${DENIED}`).rejections).toEqual([`in.yaml: document 2: Pod p: denied: ${DENIAL}`]);
   });
 
   test('an exception from mutate is reported as a drainguard bug, with the location', () => {
@@ -186,7 +214,7 @@ items:
   test('editing through a YAML alias is refused rather than changing every user of the anchor', () => {
     const aliased = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &envoy {name: envoy}\n  - *envoy\n`;
     const throughAlias: MutateFunction = (pod, config) => {
-      const result = fakeMutate(pod, config);
+      const result = mutate(pod, config);
       return result.status === 'mutated' ? { ...result, patch: [{ op: 'add', path: '/spec/containers/1/image', value: 'x' }] } : result;
     };
     expect(() => inject(aliased, throughAlias)).toThrow(InputError);
@@ -206,7 +234,7 @@ describe('runInject', () => {
   function run(argv: string[], files: Record<string, string> = {}, overrides: Partial<InjectEnvironment> = {}) {
     const out = { stdout: '', stderr: '' };
     const environment: InjectEnvironment = {
-      mutate: fakeMutate,
+      mutate,
       defaultConfig,
       loadConfigFile: () => ({ ...defaultConfig(), sidecarMode: 'disarm' }),
       readSource: (name) => {
@@ -228,7 +256,7 @@ describe('runInject', () => {
     expect(stdout.endsWith(`---\n${SERVICE}`)).toBe(true);
     expect(parseAllDocuments(stdout)).toHaveLength(2);
     expect(stderr).toBe(
-      'warning: a.yaml: document 1: DaemonSet projectcontour/envoy: envoy has a memory limit below what the drain program needs\n' +
+      `warning: a.yaml: document 1: DaemonSet projectcontour/envoy: ${HEADROOM_WARNING}\n` +
         '1 workload mutated, 0 unchanged, 0 skipped, 1 document passed through\n',
     );
   });
@@ -241,7 +269,7 @@ describe('runInject', () => {
     const seen: string[] = [];
     const spy: MutateFunction = (pod, config) => {
       seen.push(config.sidecarMode);
-      return fakeMutate(pod, config);
+      return mutate(pod, config);
     };
     run(['-f', 'a.yaml', '--config', 'c.yaml'], { 'a.yaml': DAEMONSET }, { mutate: spy });
     run(['-f', 'a.yaml'], { 'a.yaml': DAEMONSET }, { mutate: spy });
@@ -272,11 +300,10 @@ describe('runInject', () => {
   });
 
   test('a denial fails the run with every denied workload and writes no YAML', () => {
-    const denied = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu: lots}\nspec:\n  containers: [{name: envoy}]\n`;
     const out = { stdout: '' };
     expect(() =>
-      run(['-f', 'a.yaml', '-f', 'b.yaml'], { 'a.yaml': denied, 'b.yaml': `${DAEMONSET}---\n${denied}` }, { stdout: (text) => void (out.stdout += text) }),
-    ).toThrow(new InputError('a.yaml: document 1: Pod p: denied: drainguard.io/envoy-cpu: "lots" is not a quantity\nb.yaml: document 2: Pod p: denied: drainguard.io/envoy-cpu: "lots" is not a quantity'));
+      run(['-f', 'a.yaml', '-f', 'b.yaml'], { 'a.yaml': DENIED, 'b.yaml': `${DAEMONSET}---\n${DENIED}` }, { stdout: (text) => void (out.stdout += text) }),
+    ).toThrow(new InputError(`a.yaml: document 1: Pod p: denied: ${DENIAL}\nb.yaml: document 2: Pod p: denied: ${DENIAL}`));
     expect(out.stdout).toBe('');
   });
 

@@ -1,7 +1,7 @@
-/** Issue 2 acceptance 4: Bitnami, Envoy Gateway, plain Envoy, native sidecar and a non-Envoy pod. */
+/** Bitnami, Envoy Gateway, plain Envoy, native sidecar and a non-Envoy pod. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/annotations';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
 import { container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
 
 describe('Bitnami chart (one empty-dir volume with subPaths)', () => {

@@ -24,6 +24,13 @@ describe('invalid overrides deny the pod', () => {
     ['drainguard.io/admin-address', 'unix:/admin/admin.sock; rm -rf /', 'unix:/absolute/path'],
     ['drainguard.io/admin-address', 'unix:relative.sock', 'unix:/absolute/path'],
     ['drainguard.io/admin-address', 'http://127.0.0.1:65536', 'http://127.0.0.1:PORT'],
+    ['drainguard.io/admin-address', 'http://127.0.0.09:9901', 'any 127.x.y.z in plain decimal'],
+    ['drainguard.io/admin-address', 'http://127.0.0.010:9901', 'any 127.x.y.z in plain decimal'],
+    ['drainguard.io/admin-address', 'http://127.1:9901', 'any 127.x.y.z in plain decimal'],
+    ['drainguard.io/admin-address', 'http://localhost.:9901', 'http://localhost:PORT'],
+    ['drainguard.io/admin-address', 'http://[::ffff:127.0.0.1]:9901', 'http://[::1]:PORT'],
+    ['drainguard.io/admin-address', 'unix:/admin/./admin.sock', 'no "." segment'],
+    ['drainguard.io/drain-delay', '5000ms', '"s" suffix'],
     ['drainguard.io/sidecar-mode', 'delete', '"remove" or "disarm"'],
     ['drainguard.io/envoy-container', 'Envoy_Main', "pod's containers"],
     ['drainguard.io/envoy-container', 'missing', "pod's containers"],
@@ -36,6 +43,12 @@ describe('invalid overrides deny the pod', () => {
     expect(result.message).toContain(key);
     expect(result.message).toContain(JSON.stringify(value));
     expect(result.message).toContain(form);
+  });
+
+  test('a unix socket path longer than sun_path holds (107 bytes) is denied', () => {
+    const result = mutate(withAnnotations(contour, { 'drainguard.io/admin-address': `unix:/${'a'.repeat(107)}` }), defaultConfig());
+    expect(result.status === 'denied' && result.message).toMatch(/drainguard\.io\/admin-address.*at most 107 bytes/);
+    expect(mutateOk(withAnnotations(contour, { 'drainguard.io/admin-address': `unix:/${'a'.repeat(106)}` })).result.timeline.adminAddressSource).toBe('annotation');
   });
 
   test('several invalid values are all reported', () => {
@@ -64,7 +77,7 @@ describe('valid overrides take effect', () => {
     expect(result.timeline).toMatchObject({ drainDelaySeconds: 15, minDrainSeconds: 30, minConnections: 7 });
   });
 
-  test.each(['unix:/var/run/envoy/admin.sock', 'http://127.0.0.1:9001', 'http://[::1]:9001', 'http://localhost:19000'])(
+  test.each(['unix:/var/run/envoy/admin.sock', 'http://127.0.0.1:9001', 'http://[::1]:9001', 'http://localhost:19000', 'http://127.3.2.1:9001'])(
     'admin-address %s wins over every other source',
     (address) => {
       const { result, after } = mutateOk(withAnnotations(contour, { 'drainguard.io/admin-address': address }));

@@ -1,9 +1,7 @@
 /** JSON Pointer escaping, the patch builder, and verification. */
-import { mutate } from '../../../src/mutate';
-import { escapeSegment, toPointer } from '../../../src/mutate/json-pointer';
-import { PatchBuilder } from '../../../src/mutate/patch-builder';
-import { verifyPatch } from '../../../src/mutate/verify';
-import { PatchVerificationError } from '../../../src/mutate/errors';
+import { mutate, PatchVerificationError } from '../../../src/mutate';
+import { escapeSegment, PatchBuilder, toPointer } from '../../../src/mutate/patch/builder';
+import { verifyPatch } from '../../../src/mutate/patch/verify';
 import { defaultConfig } from '../../../src/config';
 import { applyIndependently, loadPod, withAnnotations } from './support';
 

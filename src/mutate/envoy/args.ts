@@ -1,0 +1,91 @@
+/**
+ * Reading Envoy's command line the way Envoy does. Envoy's parser (TCLAP) treats a space as the
+ * flag/value delimiter, so one argv element may hold a flag and its value: Contour passes
+ * `--service-cluster $(CONTOUR_NAMESPACE)` and Envoy Gateway `--config-yaml admin: …` as single
+ * elements. `--flag=value` is accepted too.
+ */
+import { parse as parseYaml } from 'yaml';
+import type { Container } from '../k8s';
+
+/** An argv split into flag and value tokens. */
+export function argvTokens(argv: readonly string[]): string[] {
+  const tokens: string[] = [];
+  for (const element of argv) {
+    if (typeof element !== 'string') continue;
+    const spaced = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/.exec(element);
+    const equals = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/.exec(element);
+    if (spaced) tokens.push(spaced[1] as string, spaced[2] as string);
+    else if (equals) tokens.push(equals[1] as string, equals[2] as string);
+    else tokens.push(element);
+  }
+  return tokens;
+}
+
+/** A container's command + args split into flag and value tokens. */
+export function envoyTokens(container: Container): string[] {
+  return argvTokens([...(container.command ?? []), ...(container.args ?? [])]);
+}
+
+/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`). */
+export function flagValue(tokens: readonly string[], names: readonly string[]): string | undefined {
+  for (let i = 0; i < tokens.length - 1; i += 1) {
+    if (names.includes(tokens[i] as string)) return tokens[i + 1];
+  }
+  return undefined;
+}
+
+/** Envoy's bootstrap file (`-c` / `--config-path`), when it is an absolute path. */
+export function configPath(container: Container): string | undefined {
+  const path = flagValue(envoyTokens(container), ['-c', '--config-path']);
+  return path !== undefined && path.startsWith('/') ? path : undefined;
+}
+
+/** A socket address (host, port) from an Envoy bootstrap, as the loopback address that reaches it. */
+export function loopbackAddressFor(host: string, port: number): string | undefined {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  if (host === '127.0.0.1' || host === '0.0.0.0' || host === 'localhost') return `http://127.0.0.1:${port}`;
+  if (host === '::1' || host === '::' || host === '[::1]' || host === '[::]') return `http://[::1]:${port}`;
+  return undefined;
+}
+
+/** Where the admin listener of an inline bootstrap (`--config-yaml`) listens. */
+export type BootstrapAdmin =
+  | { kind: 'tcp'; address: string; bindHost: string; port: number }
+  | { kind: 'unix'; address: string }
+  /** An admin section drainguard cannot use (a remote bind address, an abstract socket...). */
+  | { kind: 'unusable'; description: string };
+
+interface AdminSection {
+  address?: {
+    socket_address?: { address?: unknown; port_value?: unknown };
+    pipe?: { path?: unknown };
+  };
+}
+
+export function bootstrapAdmin(container: Container): BootstrapAdmin | undefined {
+  const yamlText = flagValue(envoyTokens(container), ['--config-yaml']);
+  if (yamlText === undefined) return undefined;
+  let bootstrap: unknown;
+  try {
+    bootstrap = parseYaml(yamlText);
+  } catch {
+    return undefined;
+  }
+  if (typeof bootstrap !== 'object' || bootstrap === null) return undefined;
+  const admin = (bootstrap as { admin?: AdminSection }).admin;
+  const socket = admin?.address?.socket_address;
+  const pipe = admin?.address?.pipe;
+  if (socket !== undefined) {
+    const host = String(socket.address ?? '');
+    const port = Number(socket.port_value);
+    const address = loopbackAddressFor(host, port);
+    if (address === undefined) return { kind: 'unusable', description: `socket_address ${host}:${String(socket.port_value)}` };
+    return { kind: 'tcp', address, bindHost: host, port };
+  }
+  if (pipe !== undefined) {
+    const path = String(pipe.path ?? '');
+    if (!path.startsWith('/')) return { kind: 'unusable', description: `pipe ${path}` };
+    return { kind: 'unix', address: `unix:${path}` };
+  }
+  return undefined;
+}

@@ -1,0 +1,99 @@
+/**
+ * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
+ * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
+ */
+import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../../drain-contract';
+import type { LifecycleHandler } from '../k8s';
+import { basename, type SidecarRef } from './detect';
+import { resolvePort } from './ports';
+
+export type PreStopKind =
+  /** No preStop at all. */
+  | 'none'
+  /** drainguard's own exec hook (a previous run). */
+  | 'drainguard'
+  /** A shutdown-manager handshake or a stand-in for one: replaced. */
+  | 'shutdown-manager'
+  /** Something else: kept, and the drain is not installed. */
+  | 'user';
+
+/** Ports the shutdown-manager serves its blocking endpoints on: Contour 8090, Envoy Gateway 19002, or declared. */
+const KNOWN_SHUTDOWN_PORTS = [8090, 19002];
+
+function sidecarPorts(sidecars: readonly SidecarRef[]): Set<number> {
+  const ports = new Set(KNOWN_SHUTDOWN_PORTS);
+  for (const sidecar of sidecars) {
+    for (const port of sidecar.container.ports ?? []) ports.add(port.containerPort);
+    for (const arg of [...(sidecar.container.command ?? []), ...(sidecar.container.args ?? [])]) {
+      const serve = /^--serve-port[= ](\d+)$/.exec(arg);
+      if (serve) ports.add(Number(serve[1]));
+    }
+  }
+  return ports;
+}
+
+function resolveSidecarPort(port: string | number, sidecars: readonly SidecarRef[]): number | undefined {
+  if (typeof port === 'string' && !/^[0-9]+$/.test(port)) {
+    for (const sidecar of sidecars) {
+      const resolved = resolvePort(port, sidecar.container);
+      if (resolved !== undefined) return resolved;
+    }
+    return undefined;
+  }
+  return Number(port);
+}
+
+/**
+ * `sh -c "sleep 300"`, Bitnami's `sh -c "sleep 300; kill 1"`, and the bash equivalents. No two
+ * adjacent parts of the pattern can match the same text (`1\s*;?\s*` could), so a long script is
+ * matched in linear time.
+ */
+const SLEEP_SCRIPT = /^\s*sleep\s+\d+(\.\d+)?s?\s*((;|&&)\s*kill\s+(-\w+\s+)?1\s*(;\s*)?)?$/;
+
+function isSleepScript(command: readonly string[]): boolean {
+  if (command.length !== 3 || command[1] !== '-c') return false;
+  if (!['sh', 'bash', 'ash', 'dash'].includes(basename(command[0] as string))) return false;
+  return SLEEP_SCRIPT.test(command[2] as string);
+}
+
+/** `contour envoy shutdown` / `envoy-gateway envoy shutdown` placed on Envoy itself. */
+function isShutdownCommand(command: readonly string[]): boolean {
+  const program = basename(command[0] ?? '');
+  return (program === 'contour' || program === 'envoy-gateway') && command[1] === 'envoy' && command[2] === 'shutdown';
+}
+
+export function isDrainguardHook(handler: LifecycleHandler | undefined): boolean {
+  const command = handler?.exec?.command;
+  return command !== undefined && (command[0] ?? '').endsWith(`/${PROGRAM_NAME}`) && command[1] === DRAIN_SUBCOMMAND;
+}
+
+export function classifyPreStop(handler: LifecycleHandler | undefined, sidecars: readonly SidecarRef[]): PreStopKind {
+  if (handler === undefined) return 'none';
+  if (isDrainguardHook(handler)) return 'drainguard';
+  const command = handler.exec?.command;
+  if (command !== undefined && (isSleepScript(command) || isShutdownCommand(command))) return 'shutdown-manager';
+  if (handler.sleep !== undefined) return 'shutdown-manager';
+  const httpGet = handler.httpGet;
+  if (httpGet !== undefined && (httpGet.path === '/shutdown' || httpGet.path === '/shutdown/ready')) {
+    const port = resolveSidecarPort(httpGet.port, sidecars);
+    if (port !== undefined && sidecarPorts(sidecars).has(port)) return 'shutdown-manager';
+  }
+  return 'user';
+}
+
+/** The `--admin` argument of drainguard's own hook, if there is one. */
+export function drainguardHookAdmin(handler: LifecycleHandler | undefined): string | undefined {
+  if (!isDrainguardHook(handler)) return undefined;
+  const command = handler?.exec?.command ?? [];
+  const at = command.indexOf('--admin');
+  return at === -1 ? undefined : command[at + 1];
+}
+
+/** One-line description of a hook for warnings. */
+export function describeHandler(handler: LifecycleHandler): string {
+  if (handler.exec) return `exec ${JSON.stringify(handler.exec.command ?? [])}`;
+  if (handler.httpGet) return `httpGet ${handler.httpGet.path ?? '/'} :${handler.httpGet.port}`;
+  if (handler.tcpSocket) return `tcpSocket :${handler.tcpSocket.port}`;
+  if (handler.sleep) return `sleep ${handler.sleep.seconds}s`;
+  return 'an unknown handler';
+}

@@ -1,0 +1,107 @@
+/**
+ * The plan: everything decided from the input pod before any change is made. The steps only carry
+ * it out, and the timeline reports it, so both describe the same decisions.
+ */
+import type { Config, SidecarMode } from '../../config/types';
+import { drainCommand } from '../../drain-contract';
+import { resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
+import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
+import { classifyPreStop, describeHandler, type PreStopKind } from '../envoy/hooks';
+import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
+import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports';
+import type { Container, Pod } from '../k8s';
+import type { PathSegment } from '../patch/builder';
+import type { Overrides } from './annotations';
+import { desiredLivenessProbe, type DesiredProbe } from './liveness';
+import { drainTiming, gracePeriod, type DrainTiming, type GracePeriod } from './timing';
+
+/** Where the drain program is installed and the preStop command that runs it. */
+export interface PlannedDrain {
+  target: Exclude<InstallTarget, { kind: 'impossible' }>;
+  command: string[];
+}
+
+export interface Plan {
+  readonly config: Config;
+  readonly overrides: Overrides;
+  readonly envoyIndex: number;
+  readonly envoyPath: readonly PathSegment[];
+  readonly sidecars: readonly SidecarRef[];
+  readonly sidecarMode: SidecarMode;
+  readonly grace: GracePeriod;
+  readonly timing: DrainTiming;
+  readonly admin: ResolvedAdmin;
+  readonly preStopKind: PreStopKind;
+  /** The probe Envoy gets when it has none (or why it gets none). */
+  readonly liveness: DesiredProbe;
+  /** Listener ports the drain does not count (probe and metrics traffic). */
+  readonly excludedListenerPorts: readonly number[];
+  /**
+   * The drain hook goes in: Envoy's preStop is replaceable and the program has somewhere to live.
+   * Undefined otherwise, and then neither the installer nor a sidecar change is made.
+   */
+  readonly drain: PlannedDrain | undefined;
+  /** Warnings about the decisions above, in the order they were made. */
+  readonly warnings: string[];
+}
+
+const NOT_INSTALLED = 'no installer was added and the shutdown-manager sidecar (if any) was neither removed nor disarmed';
+
+export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
+  const envoy = pod.spec.containers[envoyIndex] as Container;
+  const warnings: string[] = [];
+  const sidecars = findShutdownManagers(pod, config, envoyIndex);
+  const grace = gracePeriod(pod, config);
+  const timing = drainTiming(grace.effectiveSeconds, overrides, config);
+  for (const warning of timing.warnings) warnings.push(warning);
+  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
+  for (const warning of adminWarnings) warnings.push(warning);
+
+  const preStop = envoy.lifecycle?.preStop;
+  const preStopKind = classifyPreStop(preStop, sidecars);
+  const installTarget = findInstallTarget(pod, envoy, config);
+  if (preStopKind === 'user' && preStop !== undefined) {
+    warnings.push(
+      `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and was kept: ` +
+        `the drain was NOT installed; ${NOT_INSTALLED}`,
+    );
+  } else if (installTarget.kind === 'impossible') {
+    warnings.push(`the drain was NOT installed: ${installTarget.reason}; ${NOT_INSTALLED}`);
+  }
+
+  // The admin port is left out: the program ignores the admin listener anyway, and leaving it out
+  // keeps the hook identical when drainguard's own liveness probe targets the admin port.
+  const excluded = excludedListenerPorts(envoy, admin.address.kind === 'tcp' ? admin.address.port : undefined);
+  const drain: PlannedDrain | undefined =
+    preStopKind === 'user' || installTarget.kind === 'impossible'
+      ? undefined
+      : {
+          target: installTarget,
+          command: drainCommand(installedProgramPath(installTarget.mount, config), {
+            admin: admin.address,
+            deadlineMs: timing.deadlineSeconds * 1000,
+            drainDelayMs: timing.drainDelaySeconds * 1000,
+            minDrainMs: timing.minDrainSeconds * 1000,
+            minConnections: timing.minConnections,
+            pollIntervalMs: timing.pollIntervalSeconds * 1000,
+            excludeListeners: excluded.map(listenerExclusionPattern),
+          }),
+        };
+
+  return {
+    config,
+    overrides,
+    envoyIndex,
+    envoyPath: ['spec', 'containers', envoyIndex],
+    sidecars,
+    sidecarMode: overrides.sidecarMode ?? config.sidecarMode,
+    grace,
+    timing,
+    admin,
+    preStopKind,
+    liveness: desiredLivenessProbe(envoy, admin, grace.effectiveSeconds, config),
+    excludedListenerPorts: excluded,
+    drain,
+    warnings,
+  };
+}

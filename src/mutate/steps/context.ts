@@ -1,0 +1,27 @@
+/** What every step receives, and what a step can have done. */
+import type { Container } from '../k8s';
+import type { PatchBuilder } from '../patch/builder';
+import type { Plan } from '../plan/plan';
+
+/** What a step did (metrics label `action`, the status annotation). */
+export type MutationAction =
+  | 'resource-requests'
+  | 'liveness-probe'
+  | 'installer'
+  | 'prestop'
+  | 'sidecar-disarmed'
+  | 'safe-to-evict'
+  | 'grace-period'
+  | 'sidecar-removed'
+  | 'status';
+
+export interface StepContext extends Plan {
+  /** Steps write only through the builder, and read the draft it keeps (earlier steps' changes included). */
+  readonly builder: PatchBuilder;
+  warn(message: string): void;
+}
+
+/** Envoy as it is now in the draft. */
+export function currentEnvoy(context: StepContext): Container {
+  return context.builder.read(context.envoyPath) as Container;
+}

@@ -1,0 +1,76 @@
+/**
+ * Pod-level changes: the cluster autoscaler's annotation, the opt-in grace period floor, and the
+ * status annotation that records what drainguard did.
+ */
+import { VERSION } from '../../version';
+import type { Pod } from '../k8s';
+import type { PatchBuilder } from '../patch/builder';
+import { Annotations, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../plan/annotations';
+import type { MutationAction, StepContext } from './context';
+
+/** `existing` (a comma-separated list) with `names` added: each name once, in first-seen order. */
+export function mergedVolumeList(existing: string | undefined, names: readonly string[]): string {
+  // A Set keeps insertion order: linear however many names the annotation or the pod holds.
+  const merged = new Set<string>();
+  for (const name of [...(existing ?? '').split(','), ...names]) {
+    const trimmed = name.trim();
+    if (trimmed !== '') merged.add(trimmed);
+  }
+  return [...merged].join(',');
+}
+
+/**
+ * The cluster autoscaler refuses to evict pods with local emptyDir storage unless told it is safe
+ * (upstream issue #4322). An Envoy pod's emptyDirs are scratch (bootstrap, admin socket,
+ * drainguard's own), so all of them are listed, merged with the names already there.
+ */
+export function applySafeToEvict(context: StepContext): void {
+  const { builder } = context;
+  const emptyDirs = (builder.draft.spec.volumes ?? []).filter((v) => v.emptyDir !== undefined).map((v) => v.name);
+  if (emptyDirs.length === 0) return;
+  const existing = builder.draft.metadata?.annotations?.[SAFE_TO_EVICT_LOCAL_VOLUMES];
+  const merged = mergedVolumeList(existing, emptyDirs);
+  if (merged === existing) return;
+  builder.set(['metadata', 'annotations', SAFE_TO_EVICT_LOCAL_VOLUMES], merged);
+}
+
+/** Opt-in: raise terminationGracePeriodSeconds to the configured floor so a drain has room. */
+export function applyGracePeriodFloor(context: StepContext): void {
+  if (!context.grace.raise) return;
+  context.builder.set(['spec', 'terminationGracePeriodSeconds'], context.grace.effectiveSeconds);
+}
+
+export interface StatusRecord {
+  version: string;
+  actions: MutationAction[];
+}
+
+export function readStatus(pod: Pod): StatusRecord | undefined {
+  const text = pod.metadata?.annotations?.[Annotations.status];
+  if (typeof text !== 'string') return undefined;
+  try {
+    const parsed = JSON.parse(text) as Partial<StatusRecord>;
+    if (typeof parsed.version !== 'string' || !Array.isArray(parsed.actions)) return undefined;
+    return { version: parsed.version, actions: parsed.actions };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A pod carrying the current version's status is returned unchanged: the webhook may see a pod
+ * twice (reinvocationPolicy IfNeeded), and every change is keyed by name anyway.
+ */
+export function hasCurrentStatus(pod: Pod): boolean {
+  return readStatus(pod)?.version === VERSION;
+}
+
+/** Compact JSON, keys in a fixed order: byte-identical output for identical actions. */
+export function statusValue(actions: readonly MutationAction[]): string {
+  const record: StatusRecord = { version: VERSION, actions: [...actions] };
+  return JSON.stringify(record);
+}
+
+export function applyStatus(builder: PatchBuilder, actions: readonly MutationAction[]): void {
+  builder.set(['metadata', 'annotations', Annotations.status], statusValue(actions));
+}

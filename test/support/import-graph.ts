@@ -1,0 +1,119 @@
+/**
+ * The import graph of a source tree, read with the TypeScript compiler's own pre-processor (imports,
+ * `export … from`, `import type`, dynamic `import()` and `require()` alike), and the cycles in it.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+const SOURCE = /\.(ts|mts|cts|mjs|cjs|js)$/;
+const RESOLVE_SUFFIXES = ['', '.ts', '.mts', '.cts', '.mjs', '.cjs', '.js', '/index.ts', '/index.mjs', '/index.js'];
+
+export interface ImportGraph {
+  /** Every source file, relative to the root. */
+  files: string[];
+  /** file → the files it imports (relative to the root); package and `node:` imports are left out. */
+  imports: Map<string, Set<string>>;
+  /** file → its import specifiers of any kind, packages included. */
+  specifiers: Map<string, string[]>;
+  /** Relative specifiers that name no file: `file: specifier`. */
+  unresolved: string[];
+}
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory).flatMap((entry) => {
+    const path = join(directory, entry);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return SOURCE.test(entry) && !entry.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+function resolveSpecifier(fromFile: string, specifier: string): string | undefined {
+  const base = resolve(dirname(fromFile), specifier);
+  for (const suffix of RESOLVE_SUFFIXES) {
+    const candidate = `${base}${suffix}`;
+    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+  }
+  return undefined;
+}
+
+export function importGraph(root: string): ImportGraph {
+  const absoluteRoot = resolve(root);
+  const paths = sourceFiles(absoluteRoot).sort();
+  const graph: ImportGraph = { files: [], imports: new Map(), specifiers: new Map(), unresolved: [] };
+  for (const path of paths) {
+    const file = relative(absoluteRoot, path);
+    const found = ts.preProcessFile(readFileSync(path, 'utf8'), true, true).importedFiles.map((entry) => entry.fileName);
+    const targets = new Set<string>();
+    for (const specifier of found) {
+      if (!specifier.startsWith('.')) continue;
+      const target = resolveSpecifier(path, specifier);
+      if (target === undefined) graph.unresolved.push(`${file}: ${specifier}`);
+      else if (target.startsWith(`${absoluteRoot}/`)) targets.add(relative(absoluteRoot, target));
+    }
+    graph.files.push(file);
+    graph.imports.set(file, targets);
+    graph.specifiers.set(file, found);
+  }
+  return graph;
+}
+
+/** The graph with each directory as one node: `a/b.ts` importing `c/d.ts` is an arrow `a` → `c`. */
+export function directoryGraph(graph: ImportGraph): Map<string, Set<string>> {
+  const directories = new Map<string, Set<string>>();
+  for (const [file, targets] of graph.imports) {
+    const from = dirname(file);
+    const arrows = directories.get(from) ?? new Set<string>();
+    for (const target of targets) if (dirname(target) !== from) arrows.add(dirname(target));
+    directories.set(from, arrows);
+  }
+  return directories;
+}
+
+/**
+ * The cycles of a graph: each strongly connected component of more than one node, and each node
+ * that imports itself (Tarjan's algorithm, so it is linear in nodes and arrows).
+ */
+export function findCycles(edges: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const index = new Map<string, number>();
+  const lowLink = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const cycles: string[][] = [];
+  let next = 0;
+
+  const visit = (node: string): void => {
+    index.set(node, next);
+    lowLink.set(node, next);
+    next += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const target of edges.get(node) ?? []) {
+      if (!index.has(target)) {
+        visit(target);
+        lowLink.set(node, Math.min(lowLink.get(node) as number, lowLink.get(target) as number));
+      } else if (onStack.has(target)) {
+        lowLink.set(node, Math.min(lowLink.get(node) as number, index.get(target) as number));
+      }
+    }
+    if (lowLink.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop() as string;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || edges.get(node)?.has(node)) cycles.push(component.sort());
+  };
+
+  for (const node of edges.keys()) if (!index.has(node)) visit(node);
+  return cycles;
+}
+
+/** The number of arrows in a graph. */
+export function arrowCount(edges: ReadonlyMap<string, ReadonlySet<string>>): number {
+  let count = 0;
+  for (const targets of edges.values()) count += targets.size;
+  return count;
+}

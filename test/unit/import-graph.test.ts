@@ -1,0 +1,47 @@
+/**
+ * The source tree has no import cycle, between files or between directories (a directory is a
+ * module: src/config, src/mutate/k8s, src/mutate/plan...). Type-only imports count: a type cycle
+ * still ties two modules together. The drain contract imports nothing at all, because it is
+ * bundled into the drain program as it is.
+ */
+import { repoPath } from '../support/build';
+import { arrowCount, directoryGraph, findCycles, importGraph } from '../support/import-graph';
+
+const graph = importGraph(repoPath('src'));
+
+test('the graph is read: every file of src/ is in it, and every relative import names a file', () => {
+  expect(graph.files).toContain('mutate/index.ts');
+  expect(graph.files).toContain('shutdown/build/build-executable.mjs');
+  expect(graph.imports.get('mutate/index.ts')).toContain('mutate/plan/plan.ts');
+  expect(graph.imports.get('mutate/result.ts')).toContain('mutate/patch/builder.ts');
+  expect(graph.unresolved).toEqual([]);
+  expect(arrowCount(graph.imports)).toBeGreaterThan(graph.files.length);
+});
+
+test('no file is part of an import cycle', () => {
+  expect(findCycles(graph.imports)).toEqual([]);
+});
+
+test('no directory is part of an import cycle', () => {
+  expect(findCycles(directoryGraph(graph))).toEqual([]);
+});
+
+test('the drain contract imports nothing', () => {
+  expect(graph.specifiers.get('drain-contract.ts')).toEqual([]);
+});
+
+describe('the cycle finder', () => {
+  const graphOf = (arrows: Record<string, string[]>) => new Map(Object.entries(arrows).map(([from, to]) => [from, new Set(to)]));
+
+  test('finds a cycle through several nodes, and only its members', () => {
+    expect(findCycles(graphOf({ a: ['b'], b: ['c'], c: ['a', 'd'], d: [] }))).toEqual([['a', 'b', 'c']]);
+  });
+
+  test('finds a node that imports itself, and two separate cycles', () => {
+    expect(findCycles(graphOf({ a: ['a'], b: ['c'], c: ['b'] }))).toEqual([['a'], ['b', 'c']]);
+  });
+
+  test('finds none in a diamond', () => {
+    expect(findCycles(graphOf({ a: ['b', 'c'], b: ['d'], c: ['d'], d: [] }))).toEqual([]);
+  });
+});
