@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { applyPatch, unescapePathComponent, type Operation } from 'fast-json-patch';
-import { isAlias, isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
 import type { Pod } from '../mutate/k8s';
 import { InputError } from './errors';
 import type { PatchOperation } from '../mutate/result';
@@ -19,7 +19,7 @@ export function applyPatchToTemplate(document: Document.Parsed, template: YAMLMa
   const expected = applyPatch(toPlainJson(podView), toPlainJson(patch) as Operation[], true, true).newDocument;
   if (!template.has('metadata')) insertPairBefore(document, template, 'metadata', {}, 'spec');
   else if (!isMap(template.get('metadata', true))) template.set('metadata', document.createNode({}));
-  for (const operation of patch) replayOnSyntaxTree(document, template, operation);
+  for (const operation of patch) editSyntaxTree(document, template, pointerKeys(operation.path), operation);
 
   const actual = toPlainJson(template.toJS(document));
   if (!isDeepStrictEqual(actual, expected)) {
@@ -41,13 +41,22 @@ export function toPlainJson(value: unknown): unknown {
   return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
-function replayOnSyntaxTree(document: Document.Parsed, template: YAMLMap, operation: PatchOperation): void {
-  const keys = operation.path.split('/').slice(1).map(unescapePathComponent);
-  const lastKey = keys.pop();
+/** The keys of a JSON Pointer, unescaped (`/metadata/annotations/drainguard.io~1status` has three). */
+export function pointerKeys(path: string): string[] {
+  return path.split('/').slice(1).map(unescapePathComponent);
+}
+
+/**
+ * Applies one operation to the syntax tree under `root`, `keys` being its path relative to `root`. The
+ * collection the operation adds to or replaces in becomes block style: what drainguard adds is a block
+ * of several lines, and `{name: x, annotations: {...}}` would not stay readable.
+ */
+export function editSyntaxTree(document: Document, root: YAMLMap | YAMLSeq, keys: readonly string[], operation: PatchOperation): void {
+  const lastKey = keys.at(-1);
   if (lastKey === undefined) throw new Error(`patch operation on the whole pod is not supported: ${operation.path}`);
 
-  let parent: unknown = template;
-  for (const key of keys) {
+  let parent: unknown = root;
+  for (const key of keys.slice(0, -1)) {
     parent = isSeq(parent) ? parent.get(Number(key), true) : isMap(parent) ? findPair(parent, key)?.value : undefined;
     if (isAlias(parent)) {
       // The user's YAML, not a bug: say what to change.
@@ -55,7 +64,6 @@ function replayOnSyntaxTree(document: Document.Parsed, template: YAMLMap, operat
     }
   }
 
-  // What drainguard adds is a block of several lines; `{name: x, annotations: {...}}` would not stay readable.
   if ((isMap(parent) || isSeq(parent)) && operation.op !== 'remove') parent.flow = false;
   const node = operation.op === 'remove' ? undefined : document.createNode(operation.value, { aliasDuplicateObjects: false });
   if (isMap(parent)) {
@@ -88,6 +96,11 @@ function insertPairBefore(document: Document.Parsed, map: YAMLMap, key: string, 
  * The entry whose key reads as `key` in JSON. A JSON Pointer segment is always a string, while YAML may
  * have parsed the key as a number (a label named `8080`) or a boolean (`on`, in YAML 1.1).
  */
-function findPair(map: YAMLMap, key: string): Pair | undefined {
-  return map.items.find((pair): pair is Pair => String(isScalar(pair.key) ? pair.key.value : pair.key) === key);
+export function findPair(map: YAMLMap, key: string): Pair | undefined {
+  return map.items.find((pair): pair is Pair => keyText(pair) === key);
+}
+
+/** A map entry's key as a JSON Pointer segment names it. */
+export function keyText(pair: Pair): string {
+  return String(isScalar(pair.key) ? pair.key.value : pair.key);
 }

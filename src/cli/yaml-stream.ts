@@ -11,6 +11,8 @@ export interface StreamDocument {
   number: number;
   /** The exact text of this document: leading comments and directives, `---`, content, a `...` end marker. */
   source: string;
+  /** Where `source` starts in the stream: the document's node ranges are offsets in the stream. */
+  offset: number;
   document: Document.Parsed;
 }
 
@@ -58,20 +60,28 @@ export function parseYamlStream(text: string, sourceName: string): StreamDocumen
       throw new InputError(`${sourceName}: document ${number}: invalid YAML at line ${line}, column ${col}: ${reason}`);
     }
     const end = index + 1 < starts.length ? starts[index + 1] : text.length;
-    return { number, source: text.slice(starts[index], end), document };
+    const offset = starts[index]!;
+    return { number, source: text.slice(offset, end), offset, document };
   });
 }
 
 /**
- * Serialises a document drainguard edited. Long strings are never folded, and block sequences follow
- * the style most of the original uses (`key:\n- item`, kubectl's, or `key:\n  - item`), so a diff
- * against the input shows drainguard's changes rather than a re-indentation.
+ * Serialises a document drainguard edited, when its text cannot be spliced. Long strings are never
+ * folded, block sequences follow the style most of the original uses (`key:\n- item`, kubectl's, or
+ * `key:\n  - item`), and a document written with CRLF line breaks keeps them.
  */
 export function printDocument(document: Document.Parsed, originalSource: string): string {
-  return document.toString({ lineWidth: 0, indentSeq: usesIndentedSequences(originalSource) });
+  const text = document.toString({ lineWidth: 0, indentSeq: usesIndentedSequences(originalSource) });
+  return usesCrlf(originalSource) ? text.replaceAll('\n', '\r\n') : text;
 }
 
-function usesIndentedSequences(source: string): boolean {
+function usesCrlf(source: string): boolean {
+  const breaks = source.match(/\r?\n/g) ?? [];
+  return breaks.length > 0 && breaks.every((lineBreak) => lineBreak === '\r\n');
+}
+
+/** Whether most block sequences under a key are indented (`key:\n  - item`) rather than compact. */
+export function usesIndentedSequences(source: string): boolean {
   let compact = 0;
   let indented = 0;
   const lines = source.split('\n');

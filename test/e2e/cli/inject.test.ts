@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Container, Pod } from '../../../src/mutate/k8s';
 import { applyUnifiedDiff } from '../../unit/cli/apply-unified-diff';
+import { unjustifiedChanges } from '../../unit/cli/changed-lines';
 import { buildCli, CONTOUR_FIXTURES, drainguard, npx } from './run-cli';
 
 beforeAll(() => buildCli(), 120_000);
@@ -191,6 +192,17 @@ describe('drainguard inject, several inputs and views', () => {
     expect(lines).not.toContain('-        - --xds-address=contour');
     // Applying the diff to the input gives exactly what inject prints.
     expect(applyUnifiedDiff(readFileSync(fixture, 'utf8'), result.stdout)).toBe(drainguard(['inject', '-f', fixture]).stdout);
+  });
+
+  test.each(CONTOUR_FIXTURES)('--diff of %s shows only lines whose values change: nothing re-indented', (fixture) => {
+    const input = readFileSync(fixture, 'utf8');
+    const result = drainguard(['inject', '--diff', '-f', fixture]);
+    expect(result.status).toBe(0);
+    const output = applyUnifiedDiff(input, result.stdout);
+    expect(unjustifiedChanges(input, output)).toEqual([]);
+    // The sidecar's lines and Envoy's old preStop go; Envoy's mounts and the volumes stay as written.
+    expect(result.stdout).toMatch(/^- +name: shutdown-manager$/m);
+    expect(result.stdout).not.toMatch(/^- +- name: envoy-config$/m);
   });
 
   test('--explain prints the shutdown timeline as a table', () => {

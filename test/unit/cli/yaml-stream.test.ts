@@ -23,6 +23,15 @@ describe('parseYamlStream', () => {
     expect(sources('a: 1\n# about b\n---\nb: 2\n')).toEqual(['a: 1\n# about b\n', '---\nb: 2\n']);
   });
 
+  test("each document's offset is where its text starts in the stream, the origin of its nodes' ranges", () => {
+    const text = '# one\na: 1\n---\nb: 2\n';
+    const documents = parseYamlStream(text, 'in.yaml');
+    expect(documents.map(({ offset, source }) => text.slice(offset, offset + source.length) === source)).toEqual([true, true]);
+    const second = documents[1]!;
+    const [start] = second.document.contents!.range!;
+    expect(second.source.slice(start - second.offset)).toBe('b: 2\n');
+  });
+
   test('documents are numbered from 1 and parsed', () => {
     const documents = parseYamlStream('a: 1\n---\nb: 2\n', 'in.yaml');
     expect(documents.map((document) => [document.number, document.document.toJS()])).toEqual([
@@ -58,6 +67,11 @@ describe('printDocument', () => {
 
   test('keeps indented sequences when the original mostly uses them', () => {
     expect(print('a:\n  - x\nb:\n  - y\n')).toBe('a:\n  - x\nb:\n  - y\n');
+  });
+
+  test('keeps CRLF line breaks when the original uses them throughout', () => {
+    expect(print('a:\r\n- x\r\nb: "on"\r\n')).toBe('a:\r\n- x\r\nb: "on"\r\n');
+    expect(print('a: 1\r\nb: 2\n')).toBe('a: 1\nb: 2\n');
   });
 
   test('never folds long strings', () => {
