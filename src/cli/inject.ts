@@ -8,7 +8,7 @@ import type { MutationResult } from '../mutate/result';
 import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './report';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
 import { unifiedDiffOfParts } from './diff';
-import { DrainguardBugError, EXIT_OK, InputError, UsageError } from './errors';
+import { DrainguardBugError, EXIT_DIFFERENCES, EXIT_OK, InputError, UsageError } from './errors';
 import { formatExplanation } from './explain';
 import { findWorkloads, type Workload } from './workloads';
 import { parseYamlStream } from './yaml-stream';
@@ -157,7 +157,12 @@ on its own output changes nothing. Warnings and a summary go to stderr.
 Flags:
 ${formatFlagHelp(INJECT_FLAGS)}
 
-Exit status: 0 success, 1 unreadable or invalid input (including a denied override annotation), 2 usage error.
+Exit status (as diff and kubectl diff: above 1 is an error):
+  0  success; with --diff, no differences
+  1  --diff only: the output differs from the input
+  2  usage error
+  3  unreadable or invalid input (YAML, a denied override annotation, a pod template, --config); nothing written
+  4  a drainguard bug (reported with a stack trace)
 
 Examples:
   drainguard inject -f envoy.yaml | kubectl apply -f -
@@ -175,7 +180,10 @@ export interface InjectEnvironment {
   stderr: (text: string) => void;
 }
 
-/** Returns the exit code; throws UsageError, InputError or DrainguardBugError for `main` to report. */
+/**
+ * Returns the exit status: EXIT_DIFFERENCES when `--diff` found differences, else EXIT_OK. Throws
+ * UsageError, InputError or DrainguardBugError for `main` to report.
+ */
 export function runInject(argv: readonly string[], environment: InjectEnvironment): number {
   const flags = parseFlags('drainguard inject', argv, INJECT_FLAGS);
   if (flags.help) {
@@ -205,9 +213,12 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
       for (const warning of workload.outcome.warnings) environment.stderr(`warning: ${describeLocation(workload)}: ${warning}\n`);
     }
   }
+  let status = EXIT_OK;
   if (flags.diff) {
     for (const stream of streams) {
-      environment.stdout(unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`));
+      const diff = unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`);
+      if (diff !== '') status = EXIT_DIFFERENCES;
+      environment.stdout(diff);
     }
   } else if (flags.explain) {
     environment.stdout(formatExplanation(streams.flatMap((stream) => stream.workloads)));
@@ -215,7 +226,7 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
     environment.stdout(joinStreams(streams.map((stream) => stream.output)));
   }
   environment.stderr(`${summarize(streams)}\n`);
-  return EXIT_OK;
+  return status;
 }
 
 function loadConfig(path: string, environment: InjectEnvironment): Config {

@@ -257,11 +257,21 @@ describe('runInject', () => {
     expect(() => run(['-f', 'a.yaml', '--config', 'c.yaml'], { 'a.yaml': DAEMONSET }, { loadConfigFile: buggy })).toThrow(TypeError);
   });
 
-  test('--diff prints a unified diff per changed file', () => {
-    const { stdout } = run(['--diff', '-f', 'a.yaml', '-f', 's.yaml'], { 'a.yaml': DAEMONSET, 's.yaml': SERVICE });
+  test('--diff prints a unified diff per changed file and exits 1, as diff(1) and kubectl diff do', () => {
+    const { code, stdout, stderr } = run(['--diff', '-f', 'a.yaml', '-f', 's.yaml'], { 'a.yaml': DAEMONSET, 's.yaml': SERVICE });
     expect(stdout.startsWith('--- a.yaml\toriginal\n+++ a.yaml\tinjected\n@@ ')).toBe(true);
     expect(stdout).toContain('\n-      - name: shutdown-manager   # removed by the mutation\n');
     expect(stdout).not.toContain('s.yaml');
+    expect(stderr).toMatch(/^1 workload mutated/m);
+    expect(code).toBe(1);
+  });
+
+  test('--diff with nothing to change prints nothing and exits 0', () => {
+    const injected = inject(DAEMONSET).output;
+    const { code, stdout, stderr } = run(['--diff', '-f', 'a.yaml', '-f', 's.yaml'], { 'a.yaml': injected, 's.yaml': SERVICE });
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^0 workloads mutated, 1 unchanged/m);
+    expect(code).toBe(0);
   });
 
   test('--explain prints the timeline table instead of YAML', () => {
