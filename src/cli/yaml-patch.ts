@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { applyPatch, unescapePathComponent, type Operation } from 'fast-json-patch';
-import { isAlias, isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
+import { isAlias, isMap, isNode, isScalar, isSeq, visit, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
 import type { Pod } from '../mutate/k8s';
 import { InputError } from './errors';
 import type { PatchOperation } from '../mutate/result';
@@ -55,13 +55,21 @@ export function editSyntaxTree(document: Document, root: YAMLMap | YAMLSeq, keys
   const lastKey = keys.at(-1);
   if (lastKey === undefined) throw new Error(`patch operation on the whole pod is not supported: ${operation.path}`);
 
+  // Aliases and anchors in the way are the user's YAML, not a bug: say what to change.
+  const aliased = aliasedAnchors(document);
   let parent: unknown = root;
   for (const key of keys.slice(0, -1)) {
     parent = isSeq(parent) ? parent.get(Number(key), true) : isMap(parent) ? findPair(parent, key)?.value : undefined;
     if (isAlias(parent)) {
-      // The user's YAML, not a bug: say what to change.
       throw new InputError(`drainguard must edit ${operation.path}, which is a YAML alias; editing it would also edit its anchor: expand the alias first`);
     }
+    const anchor = isNode(parent) ? parent.anchor : undefined;
+    if (anchor !== undefined && aliased.has(anchor)) throw anchorInTheWay(operation, anchor);
+  }
+  if (operation.op !== 'add' || isMap(parent)) {
+    const replaced = isMap(parent) ? findPair(parent, lastKey)?.value : isSeq(parent) ? parent.get(Number(lastKey), true) : undefined;
+    const anchor = anchorUsedIn(replaced, aliased);
+    if (anchor !== undefined) throw anchorInTheWay(operation, anchor);
   }
 
   if ((isMap(parent) || isSeq(parent)) && operation.op !== 'remove') parent.flow = false;
@@ -83,6 +91,40 @@ export function editSyntaxTree(document: Document, root: YAMLMap | YAMLSeq, keys
     return;
   }
   throw new Error(`${operation.path}: no map or list to edit in the YAML`);
+}
+
+function anchorInTheWay(operation: PatchOperation, anchor: string): InputError {
+  const verb = operation.op === 'add' ? 'edit' : operation.op;
+  return new InputError(
+    `drainguard must ${verb} ${operation.path}, which holds the YAML anchor &${anchor} that an alias uses elsewhere; the alias would change too: expand the alias first`,
+  );
+}
+
+/** The first anchor inside `node` (itself included) that an alias refers to. */
+function anchorUsedIn(node: unknown, aliased: ReadonlySet<string>): string | undefined {
+  if (aliased.size === 0 || !isNode(node)) return undefined;
+  let found: string | undefined;
+  visit(node, (_, child) => {
+    if (isNode(child) && child.anchor !== undefined && aliased.has(child.anchor)) {
+      found = child.anchor;
+      return visit.BREAK;
+    }
+    return undefined;
+  });
+  return found;
+}
+
+/** The anchors of the document that aliases refer to; an alias-free document (the usual case) costs one walk. */
+const aliasedAnchorsOf = new WeakMap<Document, Set<string>>();
+function aliasedAnchors(document: Document): ReadonlySet<string> {
+  let anchors = aliasedAnchorsOf.get(document);
+  if (!anchors) {
+    const found = new Set<string>();
+    visit(document, { Alias: (_, alias) => void found.add(alias.source) });
+    anchors = found;
+    aliasedAnchorsOf.set(document, anchors);
+  }
+  return anchors;
 }
 
 function insertPairBefore(document: Document.Parsed, map: YAMLMap, key: string, value: unknown, beforeKey: string): void {

@@ -4,6 +4,7 @@ import { ConfigError } from '../../../src/config/load';
 import { DrainguardBugError, InputError, UsageError } from '../../../src/cli/errors';
 import { injectStream, joinStreams, runInject, type InjectEnvironment, type MutateFunction } from '../../../src/cli/inject';
 import { PatchVerificationError } from '../../../src/mutate/errors';
+import type { PatchOperation } from '../../../src/mutate/result';
 import { summarize } from '../../../src/cli/report';
 import { unjustifiedChanges } from './changed-lines';
 import { fakeMutate, throwingMutate } from './fake-mutate';
@@ -190,6 +191,25 @@ items:
     };
     expect(() => inject(aliased, throughAlias)).toThrow(InputError);
     expect(() => inject(aliased, throughAlias)).toThrow(/^in\.yaml: document 1: Pod p: drainguard must edit \/spec\/containers\/1\/image, which is a YAML alias/);
+  });
+
+  test('changing a node that holds an anchor an alias uses is refused rather than changing the alias too', () => {
+    const anchored = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &sidecar {name: shutdown-manager}\n  - name: envoy\n  x-copy: *sidecar\n`;
+    const withPatch =
+      (patch: PatchOperation[]): MutateFunction =>
+      (pod, config) => {
+        const result = fakeMutate(pod, config);
+        return result.status === 'mutated' ? { ...result, patch } : result;
+      };
+    const removing = withPatch([{ op: 'remove', path: '/spec/containers/0' }]);
+    expect(() => inject(anchored, removing)).toThrow(InputError);
+    expect(() => inject(anchored, removing)).toThrow(
+      /^in\.yaml: document 1: Pod p: drainguard must remove \/spec\/containers\/0, which holds the YAML anchor &sidecar that an alias uses elsewhere/,
+    );
+    const editingInside = withPatch([{ op: 'add', path: '/spec/containers/0/image', value: 'x' }]);
+    expect(() => inject(anchored, editingInside)).toThrow(/drainguard must edit \/spec\/containers\/0\/image, which holds the YAML anchor &sidecar/);
+    // An anchor nobody refers to is no obstacle.
+    expect(inject(anchored.replace('  x-copy: *sidecar\n', ''), removing).output).not.toContain('shutdown-manager');
   });
 });
 
