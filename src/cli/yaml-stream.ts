@@ -1,4 +1,4 @@
-import { Composer, LineCounter, Parser, type Document } from 'yaml';
+import { Composer, isAlias, isNode, LineCounter, Parser, visit, type Document } from 'yaml';
 import { InputError } from './errors';
 
 /**
@@ -53,16 +53,43 @@ export function parseYamlStream(text: string, sourceName: string): StreamDocumen
 
   return documents.map((document, index) => {
     const number = index + 1;
+    const invalid = (offset: number, reason: string) => {
+      const { line, col } = lineCounter.linePos(offset);
+      return new InputError(`${sourceName}: document ${number}: invalid YAML at line ${line}, column ${col}: ${reason}`);
+    };
     const error = document.errors[0];
-    if (error) {
-      const { line, col } = lineCounter.linePos(error.pos[0]);
-      const reason = (error.message.split('\n')[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, '');
-      throw new InputError(`${sourceName}: document ${number}: invalid YAML at line ${line}, column ${col}: ${reason}`);
-    }
+    if (error) throw invalid(error.pos[0], (error.message.split('\n')[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, ''));
+    checkAliases(document, invalid, `${sourceName}: document ${number}`);
     const end = index + 1 < starts.length ? starts[index + 1] : text.length;
     const offset = starts[index]!;
     return { number, source: text.slice(offset, end), offset, document };
   });
+}
+
+/**
+ * The parser accepts an alias whose anchor is missing or comes later, an alias inside its own anchor,
+ * and aliases that expand exponentially; reading such a document throws. They are the user's YAML, so
+ * they are InputErrors here, before anything reads the document.
+ */
+function checkAliases(document: Document.Parsed, invalid: (offset: number, reason: string) => InputError, where: string): void {
+  const anchors = new Set<string>();
+  let unresolved: InputError | null = null;
+  visit(document, (_, node) => {
+    if (isAlias(node) && !anchors.has(node.source)) {
+      unresolved = invalid(node.range?.[0] ?? 0, `the alias *${node.source} has no anchor &${node.source} before it`);
+      return visit.BREAK;
+    }
+    if (isNode(node) && node.anchor !== undefined) anchors.add(node.anchor);
+    return undefined;
+  });
+  if (unresolved) throw unresolved;
+  if (anchors.size === 0) return;
+  try {
+    // Also refuses an alias inside its own anchor, which JSON cannot hold.
+    JSON.stringify(document.toJS());
+  } catch (error) {
+    throw new InputError(`${where}: its aliases cannot be expanded: ${error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)}`);
+  }
 }
 
 /**

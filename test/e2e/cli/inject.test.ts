@@ -267,6 +267,13 @@ describe('drainguard inject, errors', () => {
     expect(result.stderr).not.toMatch(STACK_FRAME);
   });
 
+  test('an alias without its anchor: exit 3 naming the position, not an internal error', () => {
+    const result = drainguard(['inject', '-f', '-'], 'apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: *labels}\nspec:\n  containers: [{name: envoy}]\n');
+    expect(result.status).toBe(3);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe('error: <stdin>: document 1: invalid YAML at line 3, column 29: the alias *labels has no anchor &labels before it\n');
+  });
+
   test('an invalid override annotation: exit 3 naming file, document, workload and the denial', () => {
     const fixture = CONTOUR_FIXTURES[0]!;
     const input = readFileSync(fixture, 'utf8').replace(

@@ -50,6 +50,26 @@ describe('parseYamlStream', () => {
     expect(parse).toThrow(/^bad\.yaml: document 2: invalid YAML at line 4, column 1: .+/);
   });
 
+  test('an alias whose anchor is missing or comes later is invalid YAML, with its position', () => {
+    expect(() => parseYamlStream('a: 1\n---\nb: *x\nc: &x 1\n', 'alias.yaml')).toThrow(InputError);
+    expect(() => parseYamlStream('a: 1\n---\nb: *x\nc: &x 1\n', 'alias.yaml')).toThrow(
+      /^alias\.yaml: document 2: invalid YAML at line 3, column 4: the alias \*x has no anchor &x before it$/,
+    );
+    expect(parseYamlStream('a: &x [1]\nb: *x\n', 'alias.yaml')[0]!.document.toJS()).toEqual({ a: [1], b: [1] });
+  });
+
+  test('aliases that expand exponentially (a "billion laughs") are refused as input', () => {
+    const levels = ['l0: &l0 [x, x, x, x, x, x, x, x, x, x]'];
+    for (let level = 1; level < 9; level++) levels.push(`l${level}: &l${level} [${Array(10).fill(`*l${level - 1}`).join(', ')}]`);
+    expect(() => parseYamlStream(`${levels.join('\n')}\n`, 'laughs.yaml')).toThrow(/^laughs\.yaml: document 1: .*alias/);
+    expect(() => parseYamlStream(`${levels.join('\n')}\n`, 'laughs.yaml')).toThrow(InputError);
+  });
+
+  test('an alias inside its own anchor is refused as input', () => {
+    expect(() => parseYamlStream('a: &loop [1, *loop]\n', 'loop.yaml')).toThrow(InputError);
+    expect(() => parseYamlStream('a: &loop [1, *loop]\n', 'loop.yaml')).toThrow(/^loop\.yaml: document 1: its aliases cannot be expanded: /);
+  });
+
   test('a duplicate key is invalid, as in kubectl', () => {
     expect(() => parseYamlStream('a: 1\na: 2\n', 'dup.yaml')).toThrow(/dup\.yaml: document 1: invalid YAML at line 2, column 1/);
   });
