@@ -14,13 +14,15 @@ import { KUBERNETES_YAML_VERSION, parseYamlStream, printDocument, type StreamDoc
  * takes its lines with it, a new list item is written in the style (compact `- x` under its key, or
  * indented) of its list. New values are written in block style with the indentation, list style and
  * quoting of the lines around them; comments outside what is replaced or removed stay. The template's
- * text is parsed again between operations, so each one sees the result of the previous one.
+ * text is cut out of the document and parsed again whenever an operation depends on the result of an
+ * earlier one, so the work stays linear in the size of the input.
  *
  * The syntax tree edited by `applyPatchToTemplate` stays the reference: the spliced document must read
  * back as exactly that tree. A shape the splicer does not edit (a template written in flow style,
- * something between a list's `-` and its value, a template that reads differently on its own because
- * of anchors or tags defined elsewhere) or any disagreement falls back to re-serialising the whole
- * document, which is correct if noisier; that output is checked the same way.
+ * something between a list's `-` and its value, a tag or anchor before a replaced value, a template
+ * that reads differently on its own because of anchors or tags defined elsewhere) or any disagreement
+ * falls back to re-serialising the whole document, which is correct if noisier; that output is checked
+ * the same way.
  */
 
 /** A shape the splicer does not edit; the document is then re-serialised whole. */
@@ -122,14 +124,23 @@ function differenceFrom(text: string, expected: unknown): string | null {
   return isDeepStrictEqual(actual, expected) ? null : 'does not read as the patched document';
 }
 
-function cutTemplate({ source, offset, document }: StreamDocument, template: YAMLMap): TemplateText | UnsupportedShape {
-  if (template.flow) return new UnsupportedShape('the pod template is written in flow style');
+function cutTemplate(original: StreamDocument, template: YAMLMap): TemplateText | UnsupportedShape {
+  try {
+    return cutTemplateText(original, template);
+  } catch (error) {
+    if (error instanceof UnsupportedShape) return error;
+    throw error;
+  }
+}
+
+function cutTemplateText({ source, offset, document }: StreamDocument, template: YAMLMap): TemplateText {
+  if (template.flow) throw new UnsupportedShape('the pod template is written in flow style');
   const text = new SourceText(source, offset);
   const first = text.range(template)[0];
   let lineStart = text.lineStart(first);
   if (source.startsWith('\uFEFF', lineStart)) lineStart++;
   const prefix = source.slice(lineStart, first);
-  if (!/^[ -]*$/.test(prefix)) return new UnsupportedShape('the pod template does not start its own line');
+  if (!/^[ -]*$/.test(prefix)) throw new UnsupportedShape('the pod template does not start its own line');
   const column = prefix.length;
   const itemPrefix = prefix.includes('-') ? prefix : null;
   // Comment lines just above the first key, at its indentation, belong to the template.
@@ -169,7 +180,8 @@ function spliceTemplate(template: TemplateText, patch: readonly PatchOperation[]
         if (batch.length > 0 && error instanceof UnsupportedShape) break;
         throw error;
       }
-      if (batch.some((done) => touches(done.edits, spliced.edits) || dependsOn(spliced.touched ?? [], done))) break;
+      const { touched } = spliced;
+      if (batch.some((done) => touches(done.edits, spliced.edits) || (touched !== null && dependsOn(touched, done)))) break;
       batch.push(spliced);
       next++;
     }
@@ -216,15 +228,16 @@ interface TextEdit {
 
 /** Applies non-overlapping edits; at one offset, edits computed earlier end up first in the text. */
 function applyEdits(text: string, edits: readonly TextEdit[]): string {
-  const ordered = edits.map((edit, order) => ({ ...edit, order })).sort((a, b) => b.start - a.start || b.order - a.order);
-  let result = text;
-  let limit = Infinity;
+  const ordered = edits.map((edit, order) => ({ ...edit, order })).sort((a, b) => a.start - b.start || a.order - b.order);
+  const pieces: string[] = [];
+  let cursor = 0;
   for (const edit of ordered) {
-    if (edit.end > limit) throw new UnsupportedShape('two edits overlap');
-    result = result.slice(0, edit.start) + edit.text + result.slice(edit.end);
-    limit = edit.start;
+    if (edit.start < cursor) throw new UnsupportedShape('two edits overlap');
+    pieces.push(text.slice(cursor, edit.start), edit.text);
+    cursor = edit.end;
   }
-  return result;
+  pieces.push(text.slice(cursor));
+  return pieces.join('');
 }
 
 type Collection = YAMLMap | YAMLSeq;
@@ -249,7 +262,7 @@ const INDEX = /^(0|[1-9]\d*)$/;
 /** The key `render` writes for an entry whose key stays as the source has it. */
 const PLACEHOLDER_KEY = 'k';
 
-/** One parse of a template's text and the edits of one operation on it. */
+/** One parse of a template's text, and the edits of the operations that can share it. */
 class SplicePass {
   private readonly document;
   private readonly root: YAMLMap;

@@ -73,6 +73,22 @@ describe('splicing a patch into the text', () => {
     expect(out).toBe('metadata: {}\nspec:\n  command:\n  - drain\n  - --deadline\n  - 590s\n  probe:\n    path: /ready\n    port: 8003\n    timeoutSeconds: 5\n');
   });
 
+  test('entries appended to a map and to the map that ends it land in their own maps, in the order of the patch', () => {
+    const text = 'metadata: {}\nspec:\n  containers:\n  - name: envoy\n    lifecycle:\n      preStop:\n        sleep: {seconds: 5}\n';
+    const out = expectSpliced(
+      text,
+      patchRoot(text, [
+        { op: 'add', path: '/spec/containers/0/resources', value: { requests: { cpu: '1' } } },
+        { op: 'add', path: '/spec/containers/0/lifecycle/postStart', value: { sleep: { seconds: 1 } } },
+        { op: 'add', path: '/spec/containers/0/tty', value: true },
+      ]),
+    );
+    expect(out).toBe(
+      'metadata: {}\nspec:\n  containers:\n  - name: envoy\n    lifecycle:\n      preStop:\n        sleep: {seconds: 5}\n      postStart:\n        sleep:\n          seconds: 1\n' +
+        '    resources:\n      requests:\n        cpu: "1"\n    tty: true\n',
+    );
+  });
+
   test('a removed item takes its lines and the comments indented inside it; the comment line above it stays', () => {
     const text =
       'metadata: {}\nspec:\n  containers:\n  # the sidecar\n  - name: shutdown-manager # removed\n    args:\n      - envoy\n    # inside the sidecar\n  - name: envoy\n';
