@@ -13,7 +13,7 @@ import { runCheck } from '../check/run';
 import { parseDuration } from '../drain-contract';
 import { VERSION } from '../version';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
-import { EXIT_FAILURE, EXIT_OK, InputError, UsageError } from './errors';
+import { EXIT_FINDINGS, EXIT_OK, InputError, UsageError } from './errors';
 
 const COMMAND = 'drainguard check';
 
@@ -96,7 +96,7 @@ export async function runCheckCommand(argv: readonly string[], io: CheckIo): Pro
     });
     const report: CheckReport = { context: kubeconfig.contextName, server: kubeconfig.server, ...result };
     io.stdout(output === 'json' ? renderJson(report) : renderText(report));
-    return report.summary.ok ? EXIT_OK : EXIT_FAILURE;
+    return report.summary.ok ? EXIT_OK : EXIT_FINDINGS;
   } catch (error) {
     if (error instanceof KubeconfigError || error instanceof ClusterAccessError) throw new InputError(`${COMMAND}: ${error.message}`);
     throw error;

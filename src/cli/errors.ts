@@ -3,6 +3,20 @@
  * drainguard bug and is reported as one.
  */
 
+/**
+ * Exit statuses, one scheme for every command, on the model of diff(1) and `kubectl diff`: 1 reports a
+ * finding and is not an error, anything above 1 is one, so a script can test `status > 1`.
+ */
+export const EXIT_OK = 0;
+/** A finding, not an error: `inject --diff` found differences, `check` found a check that does not hold. */
+export const EXIT_FINDINGS = 1;
+/** Wrong flags or arguments. */
+export const EXIT_USAGE = 2;
+/** The command could not do its work: bad input (a file, YAML, an annotation, a config) or, for `serve`, it cannot start. */
+export const EXIT_FAILURE = 3;
+/** A drainguard bug. */
+export const EXIT_BUG = 4;
+
 /** Wrong flags or arguments: exit 2, with a pointer to `--help`. */
 export class UsageError extends Error {
   constructor(message: string) {
@@ -11,17 +25,13 @@ export class UsageError extends Error {
   }
 }
 
-/** Bad input the user can fix (unreadable file, invalid YAML, a denied override): exit 1. */
+/** Bad input the user can fix (unreadable file, invalid YAML, a denied override): exit 3. */
 export class InputError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'InputError';
   }
 }
-
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
 
 /**
  * A failure that is drainguard's fault, not the user's (e.g. a PatchVerificationError from the core):
@@ -53,5 +63,5 @@ export function reportError(error: unknown, writeStderr: (text: string) => void)
     'drainguard: internal error. This is a bug in drainguard, not in your input; please report it with the input.\n' +
       `${where}${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}\n`,
   );
-  return EXIT_FAILURE;
+  return EXIT_BUG;
 }

@@ -8,11 +8,12 @@ import type { MutationResult } from '../mutate/result';
 import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './report';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
 import { unifiedDiffOfParts } from './diff';
-import { DrainguardBugError, EXIT_OK, InputError, UsageError } from './errors';
+import { DrainguardBugError, EXIT_FINDINGS, EXIT_OK, InputError, UsageError } from './errors';
 import { formatExplanation } from './explain';
 import { findWorkloads, type Workload } from './workloads';
-import { parseYamlStream, printDocument } from './yaml-stream';
-import { applyPatchToTemplate, podViewOf } from './yaml-patch';
+import { parseYamlStream } from './yaml-stream';
+import { podViewOf } from './yaml-patch';
+import { DocumentPatcher } from './yaml-splice';
 
 /**
  * `drainguard inject`: the offline adapter over the core. It finds every pod template in the input,
@@ -27,7 +28,8 @@ const STDIN_LABEL = '<stdin>';
 
 export function injectStream(source: string, text: string, mutate: MutateFunction, config: Config): InjectedStream {
   const result: InjectedStream = { source, documents: [], output: '', workloads: [], passedThrough: 0, rejections: [] };
-  for (const { number, source: documentText, document } of parseYamlStream(text, source)) {
+  for (const streamDocument of parseYamlStream(text, source)) {
+    const { number, source: documentText, document } = streamDocument;
     const workloads = findWorkloads(document);
     if (workloads.length === 0) {
       if (!isEmptyDocument(document)) result.passedThrough++;
@@ -36,9 +38,10 @@ export function injectStream(source: string, text: string, mutate: MutateFunctio
       continue;
     }
     let changed = false;
+    const patcher = new DocumentPatcher(streamDocument);
     for (const workload of workloads) {
       const location = { source, document: number, item: workload.item, kind: workload.kind, name: workload.name };
-      const outcome = mutateWorkload(workload, document, mutate, config, location);
+      const outcome = mutateWorkload(workload, document, patcher, mutate, config, location);
       if (outcome.status === 'denied') {
         result.rejections.push(`${describeLocation(location)}: denied: ${outcome.message}`);
         continue;
@@ -50,8 +53,8 @@ export function injectStream(source: string, text: string, mutate: MutateFunctio
       result.workloads.push({ ...location, outcome });
       changed ||= outcome.patch.length > 0;
     }
-    // Only a document drainguard edited is re-serialised; every other one keeps its exact text.
-    const after = changed ? printDocument(document, documentText) : documentText;
+    // Only a document drainguard edited changes, and only where the patches change something.
+    const after = changed ? printPatched(patcher, `${source}: document ${number}`) : documentText;
     result.documents.push({ before: documentText, after });
     result.output += after;
   }
@@ -64,9 +67,18 @@ function isEmptyDocument(document: Document.Parsed): boolean {
   return contents === null || (isScalar(contents) && contents.value === null && contents.source === '');
 }
 
+function printPatched(patcher: DocumentPatcher, where: string): string {
+  try {
+    return patcher.print().text;
+  } catch (error) {
+    throw new DrainguardBugError(`${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
 function mutateWorkload(
   workload: Workload,
   document: Document.Parsed,
+  patcher: DocumentPatcher,
   mutate: MutateFunction,
   config: Config,
   location: Omit<WorkloadReport, 'outcome'>,
@@ -80,7 +92,7 @@ function mutateWorkload(
   if (!template) return { status: 'skipped', reason: 'no-pod-template', patch: [], warnings: [] };
   try {
     const outcome = mutate(podViewOf(document, template), config);
-    if (outcome.patch.length > 0) applyPatchToTemplate(document, template, outcome.patch);
+    if (outcome.patch.length > 0) patcher.apply(template, outcome.patch);
     return outcome;
   } catch (error) {
     if (error instanceof InputError) throw new InputError(`${describeLocation(location)}: ${error.message}`);
@@ -145,7 +157,12 @@ on its own output changes nothing. Warnings and a summary go to stderr.
 Flags:
 ${formatFlagHelp(INJECT_FLAGS)}
 
-Exit status: 0 success, 1 unreadable or invalid input (including a denied override annotation), 2 usage error.
+Exit status (as diff and kubectl diff: above 1 is an error):
+  0  success; with --diff, no differences
+  1  --diff only: the output differs from the input
+  2  usage error
+  3  unreadable or invalid input (YAML, a denied override annotation, a pod template, --config); nothing written
+  4  a drainguard bug (reported with a stack trace)
 
 Examples:
   drainguard inject -f envoy.yaml | kubectl apply -f -
@@ -163,7 +180,10 @@ export interface InjectEnvironment {
   stderr: (text: string) => void;
 }
 
-/** Returns the exit code; throws UsageError, InputError or DrainguardBugError for `main` to report. */
+/**
+ * Returns the exit status: EXIT_FINDINGS when `--diff` found differences, else EXIT_OK. Throws
+ * UsageError, InputError or DrainguardBugError for `main` to report.
+ */
 export function runInject(argv: readonly string[], environment: InjectEnvironment): number {
   const flags = parseFlags('drainguard inject', argv, INJECT_FLAGS);
   if (flags.help) {
@@ -193,9 +213,12 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
       for (const warning of workload.outcome.warnings) environment.stderr(`warning: ${describeLocation(workload)}: ${warning}\n`);
     }
   }
+  let status = EXIT_OK;
   if (flags.diff) {
     for (const stream of streams) {
-      environment.stdout(unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`));
+      const diff = unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`);
+      if (diff !== '') status = EXIT_FINDINGS;
+      environment.stdout(diff);
     }
   } else if (flags.explain) {
     environment.stdout(formatExplanation(streams.flatMap((stream) => stream.workloads)));
@@ -203,7 +226,7 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
     environment.stdout(joinStreams(streams.map((stream) => stream.output)));
   }
   environment.stderr(`${summarize(streams)}\n`);
-  return EXIT_OK;
+  return status;
 }
 
 function loadConfig(path: string, environment: InjectEnvironment): Config {

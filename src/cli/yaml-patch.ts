@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { applyPatch, unescapePathComponent, type Operation } from 'fast-json-patch';
-import { isAlias, isMap, isScalar, isSeq, type Document, type Pair, type YAMLMap } from 'yaml';
+import { isAlias, isMap, isNode, isScalar, isSeq, visit, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
 import type { Pod } from '../mutate/k8s';
 import { InputError } from './errors';
 import type { PatchOperation } from '../mutate/result';
@@ -19,7 +19,7 @@ export function applyPatchToTemplate(document: Document.Parsed, template: YAMLMa
   const expected = applyPatch(toPlainJson(podView), toPlainJson(patch) as Operation[], true, true).newDocument;
   if (!template.has('metadata')) insertPairBefore(document, template, 'metadata', {}, 'spec');
   else if (!isMap(template.get('metadata', true))) template.set('metadata', document.createNode({}));
-  for (const operation of patch) replayOnSyntaxTree(document, template, operation);
+  for (const operation of patch) editSyntaxTree(document, template, pointerKeys(operation.path), operation);
 
   const actual = toPlainJson(template.toJS(document));
   if (!isDeepStrictEqual(actual, expected)) {
@@ -41,21 +41,37 @@ export function toPlainJson(value: unknown): unknown {
   return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
-function replayOnSyntaxTree(document: Document.Parsed, template: YAMLMap, operation: PatchOperation): void {
-  const keys = operation.path.split('/').slice(1).map(unescapePathComponent);
-  const lastKey = keys.pop();
+/** The keys of a JSON Pointer, unescaped (`/metadata/annotations/drainguard.io~1status` has three). */
+export function pointerKeys(path: string): string[] {
+  return path.split('/').slice(1).map(unescapePathComponent);
+}
+
+/**
+ * Applies one operation to the syntax tree under `root`, `keys` being its path relative to `root`. The
+ * collection the operation adds to or replaces in becomes block style: what drainguard adds is a block
+ * of several lines, and `{name: x, annotations: {...}}` would not stay readable.
+ */
+export function editSyntaxTree(document: Document, root: YAMLMap | YAMLSeq, keys: readonly string[], operation: PatchOperation): void {
+  const lastKey = keys.at(-1);
   if (lastKey === undefined) throw new Error(`patch operation on the whole pod is not supported: ${operation.path}`);
 
-  let parent: unknown = template;
-  for (const key of keys) {
+  // Aliases and anchors in the way are the user's YAML, not a bug: say what to change.
+  const aliased = aliasedAnchors(document);
+  let parent: unknown = root;
+  for (const key of keys.slice(0, -1)) {
     parent = isSeq(parent) ? parent.get(Number(key), true) : isMap(parent) ? findPair(parent, key)?.value : undefined;
     if (isAlias(parent)) {
-      // The user's YAML, not a bug: say what to change.
       throw new InputError(`drainguard must edit ${operation.path}, which is a YAML alias; editing it would also edit its anchor: expand the alias first`);
     }
+    const anchor = isNode(parent) ? parent.anchor : undefined;
+    if (anchor !== undefined && aliased.has(anchor)) throw anchorInTheWay(operation, anchor);
+  }
+  if (operation.op !== 'add' || isMap(parent)) {
+    const replaced = isMap(parent) ? findPair(parent, lastKey)?.value : isSeq(parent) ? parent.get(Number(lastKey), true) : undefined;
+    const anchor = anchorUsedIn(replaced, aliased);
+    if (anchor !== undefined) throw anchorInTheWay(operation, anchor);
   }
 
-  // What drainguard adds is a block of several lines; `{name: x, annotations: {...}}` would not stay readable.
   if ((isMap(parent) || isSeq(parent)) && operation.op !== 'remove') parent.flow = false;
   const node = operation.op === 'remove' ? undefined : document.createNode(operation.value, { aliasDuplicateObjects: false });
   if (isMap(parent)) {
@@ -77,6 +93,40 @@ function replayOnSyntaxTree(document: Document.Parsed, template: YAMLMap, operat
   throw new Error(`${operation.path}: no map or list to edit in the YAML`);
 }
 
+function anchorInTheWay(operation: PatchOperation, anchor: string): InputError {
+  const verb = operation.op === 'add' ? 'edit' : operation.op;
+  return new InputError(
+    `drainguard must ${verb} ${operation.path}, which holds the YAML anchor &${anchor} that an alias uses elsewhere; the alias would change too: expand the alias first`,
+  );
+}
+
+/** The first anchor inside `node` (itself included) that an alias refers to. */
+function anchorUsedIn(node: unknown, aliased: ReadonlySet<string>): string | undefined {
+  if (aliased.size === 0 || !isNode(node)) return undefined;
+  let found: string | undefined;
+  visit(node, (_, child) => {
+    if (isNode(child) && child.anchor !== undefined && aliased.has(child.anchor)) {
+      found = child.anchor;
+      return visit.BREAK;
+    }
+    return undefined;
+  });
+  return found;
+}
+
+/** The anchors of the document that aliases refer to; an alias-free document (the usual case) costs one walk. */
+const aliasedAnchorsOf = new WeakMap<Document, Set<string>>();
+function aliasedAnchors(document: Document): ReadonlySet<string> {
+  let anchors = aliasedAnchorsOf.get(document);
+  if (!anchors) {
+    const found = new Set<string>();
+    visit(document, { Alias: (_, alias) => void found.add(alias.source) });
+    anchors = found;
+    aliasedAnchorsOf.set(document, anchors);
+  }
+  return anchors;
+}
+
 function insertPairBefore(document: Document.Parsed, map: YAMLMap, key: string, value: unknown, beforeKey: string): void {
   const pair = document.createPair(key, value);
   const before = findPair(map, beforeKey);
@@ -88,6 +138,11 @@ function insertPairBefore(document: Document.Parsed, map: YAMLMap, key: string, 
  * The entry whose key reads as `key` in JSON. A JSON Pointer segment is always a string, while YAML may
  * have parsed the key as a number (a label named `8080`) or a boolean (`on`, in YAML 1.1).
  */
-function findPair(map: YAMLMap, key: string): Pair | undefined {
-  return map.items.find((pair): pair is Pair => String(isScalar(pair.key) ? pair.key.value : pair.key) === key);
+export function findPair(map: YAMLMap, key: string): Pair | undefined {
+  return map.items.find((pair): pair is Pair => keyText(pair) === key);
+}
+
+/** A map entry's key as a JSON Pointer segment names it. */
+export function keyText(pair: Pair): string {
+  return String(isScalar(pair.key) ? pair.key.value : pair.key);
 }

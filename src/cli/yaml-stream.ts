@@ -1,4 +1,4 @@
-import { Composer, LineCounter, Parser, type Document } from 'yaml';
+import { Composer, isAlias, isNode, LineCounter, Parser, visit, type Document } from 'yaml';
 import { InputError } from './errors';
 
 /**
@@ -11,6 +11,8 @@ export interface StreamDocument {
   number: number;
   /** The exact text of this document: leading comments and directives, `---`, content, a `...` end marker. */
   source: string;
+  /** Where `source` starts in the stream: the document's node ranges are offsets in the stream. */
+  offset: number;
   document: Document.Parsed;
 }
 
@@ -51,27 +53,62 @@ export function parseYamlStream(text: string, sourceName: string): StreamDocumen
 
   return documents.map((document, index) => {
     const number = index + 1;
+    const invalid = (offset: number, reason: string) => {
+      const { line, col } = lineCounter.linePos(offset);
+      return new InputError(`${sourceName}: document ${number}: invalid YAML at line ${line}, column ${col}: ${reason}`);
+    };
     const error = document.errors[0];
-    if (error) {
-      const { line, col } = lineCounter.linePos(error.pos[0]);
-      const reason = (error.message.split('\n')[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, '');
-      throw new InputError(`${sourceName}: document ${number}: invalid YAML at line ${line}, column ${col}: ${reason}`);
-    }
+    if (error) throw invalid(error.pos[0], (error.message.split('\n')[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, ''));
+    checkAliases(document, invalid, `${sourceName}: document ${number}`);
     const end = index + 1 < starts.length ? starts[index + 1] : text.length;
-    return { number, source: text.slice(starts[index], end), document };
+    const offset = starts[index]!;
+    return { number, source: text.slice(offset, end), offset, document };
   });
 }
 
 /**
- * Serialises a document drainguard edited. Long strings are never folded, and block sequences follow
- * the style most of the original uses (`key:\n- item`, kubectl's, or `key:\n  - item`), so a diff
- * against the input shows drainguard's changes rather than a re-indentation.
+ * The parser accepts an alias whose anchor is missing or comes later, an alias inside its own anchor,
+ * and aliases that expand exponentially; reading such a document throws. They are the user's YAML, so
+ * they are InputErrors here, before anything reads the document.
  */
-export function printDocument(document: Document.Parsed, originalSource: string): string {
-  return document.toString({ lineWidth: 0, indentSeq: usesIndentedSequences(originalSource) });
+function checkAliases(document: Document.Parsed, invalid: (offset: number, reason: string) => InputError, where: string): void {
+  const anchors = new Set<string>();
+  let unresolved: InputError | null = null;
+  visit(document, (_, node) => {
+    if (isAlias(node) && !anchors.has(node.source)) {
+      unresolved = invalid(node.range?.[0] ?? 0, `the alias *${node.source} has no anchor &${node.source} before it`);
+      return visit.BREAK;
+    }
+    if (isNode(node) && node.anchor !== undefined) anchors.add(node.anchor);
+    return undefined;
+  });
+  if (unresolved) throw unresolved;
+  if (anchors.size === 0) return;
+  try {
+    // Also refuses an alias inside its own anchor, which JSON cannot hold.
+    JSON.stringify(document.toJS());
+  } catch (error) {
+    throw new InputError(`${where}: its aliases cannot be expanded: ${error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)}`);
+  }
 }
 
-function usesIndentedSequences(source: string): boolean {
+/**
+ * Serialises a document drainguard edited, when its text cannot be spliced. Long strings are never
+ * folded, block sequences follow the style most of the original uses (`key:\n- item`, kubectl's, or
+ * `key:\n  - item`), and a document written with CRLF line breaks keeps them.
+ */
+export function printDocument(document: Document.Parsed, originalSource: string): string {
+  const text = document.toString({ lineWidth: 0, indentSeq: usesIndentedSequences(originalSource) });
+  return usesCrlf(originalSource) ? text.replaceAll('\n', '\r\n') : text;
+}
+
+function usesCrlf(source: string): boolean {
+  const breaks = source.match(/\r?\n/g) ?? [];
+  return breaks.length > 0 && breaks.every((lineBreak) => lineBreak === '\r\n');
+}
+
+/** Whether most block sequences under a key are indented (`key:\n  - item`) rather than compact. */
+export function usesIndentedSequences(source: string): boolean {
   let compact = 0;
   let indented = 0;
   const lines = source.split('\n');

@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Container, Pod } from '../../../src/mutate/k8s';
 import { applyUnifiedDiff } from '../../unit/cli/apply-unified-diff';
+import { unjustifiedChanges } from '../../unit/cli/changed-lines';
 import { buildCli, CONTOUR_FIXTURES, drainguard, npx } from './run-cli';
 
 beforeAll(() => buildCli(), 120_000);
@@ -177,10 +178,10 @@ describe('drainguard inject, several inputs and views', () => {
     expect(result.stderr).toMatch(/1 workload mutated, 0 unchanged, 0 skipped, 1 document passed through/);
   });
 
-  test('--diff prints a unified diff of input and output', () => {
+  test('--diff prints a unified diff of input and output, and exits 1 because they differ', () => {
     const fixture = CONTOUR_FIXTURES[0]!;
     const result = drainguard(['inject', '--diff', '-f', fixture]);
-    expect(result.status).toBe(0);
+    expect(result.status).toBe(1);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toBe(`--- ${fixture}\toriginal`);
     expect(lines[1]).toBe(`+++ ${fixture}\tinjected`);
@@ -191,6 +192,25 @@ describe('drainguard inject, several inputs and views', () => {
     expect(lines).not.toContain('-        - --xds-address=contour');
     // Applying the diff to the input gives exactly what inject prints.
     expect(applyUnifiedDiff(readFileSync(fixture, 'utf8'), result.stdout)).toBe(drainguard(['inject', '-f', fixture]).stdout);
+  });
+
+  test.each(CONTOUR_FIXTURES)('--diff of %s shows only lines whose values change: nothing re-indented', (fixture) => {
+    const input = readFileSync(fixture, 'utf8');
+    const result = drainguard(['inject', '--diff', '-f', fixture]);
+    expect(result.status).toBe(1);
+    const output = applyUnifiedDiff(input, result.stdout);
+    expect(unjustifiedChanges(input, output)).toEqual([]);
+    // The sidecar's lines and Envoy's old preStop go; Envoy's mounts and the volumes stay as written.
+    expect(result.stdout).toMatch(/^- +name: shutdown-manager$/m);
+    expect(result.stdout).not.toMatch(/^- +- name: envoy-config$/m);
+  });
+
+  test('--diff exits 0 and prints nothing when there is nothing to change', () => {
+    const injected = drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!]).stdout;
+    const result = drainguard(['inject', '--diff', '-f', '-'], injected);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^0 workloads mutated, 1 unchanged/m);
+    expect(result.status).toBe(0);
   });
 
   test('--explain prints the shutdown timeline as a table', () => {
@@ -225,11 +245,11 @@ describe('drainguard inject --config', () => {
     expect(sidecar.livenessProbe).toBeUndefined();
   });
 
-  test('an invalid config file: exit 1 naming the file and the setting, no stack trace', () => {
+  test('an invalid config file: exit 3 naming the file and the setting, no stack trace', () => {
     const config = join(directory, 'typo.yaml');
     writeFileSync(config, 'sidecarMode: delete\n');
     const result = drainguard(['inject', '--config', config, '-f', CONTOUR_FIXTURES[0]!]);
-    expect(result.status).toBe(1);
+    expect(result.status).toBe(3);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(config);
     expect(result.stderr).toContain('sidecarMode');
@@ -238,16 +258,23 @@ describe('drainguard inject --config', () => {
 });
 
 describe('drainguard inject, errors', () => {
-  test('invalid YAML: exit 1 naming the file, the document and the position; nothing on stdout', () => {
+  test('invalid YAML: exit 3 naming the file, the document and the position; nothing on stdout', () => {
     const input = `${readFileSync(CONTOUR_FIXTURES[0]!, 'utf8')}---\nkind: Pod\nspec: [unclosed\n`;
     const result = drainguard(['inject', '-f', '-'], input);
-    expect(result.status).toBe(1);
+    expect(result.status).toBe(3);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/^error: <stdin>: document 2: invalid YAML at line \d+, column \d+: .+$/m);
     expect(result.stderr).not.toMatch(STACK_FRAME);
   });
 
-  test('an invalid override annotation: exit 1 naming file, document, workload and the denial', () => {
+  test('an alias without its anchor: exit 3 naming the position, not an internal error', () => {
+    const result = drainguard(['inject', '-f', '-'], 'apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: *labels}\nspec:\n  containers: [{name: envoy}]\n');
+    expect(result.status).toBe(3);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe('error: <stdin>: document 1: invalid YAML at line 3, column 29: the alias *labels has no anchor &labels before it\n');
+  });
+
+  test('an invalid override annotation: exit 3 naming file, document, workload and the denial', () => {
     const fixture = CONTOUR_FIXTURES[0]!;
     const input = readFileSync(fixture, 'utf8').replace(
       '    metadata:\n      labels:\n        app: envoy\n',
@@ -255,16 +282,18 @@ describe('drainguard inject, errors', () => {
     );
     expect(input).toContain('drainguard.io/drain-delay');
     const result = drainguard(['inject', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n${input}`);
-    expect(result.status).toBe(1);
+    expect(result.status).toBe(3);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/^error: <stdin>: document 2: DaemonSet projectcontour\/envoy: denied: .*drainguard\.io\/drain-delay.*$/m);
     expect(result.stderr).not.toMatch(STACK_FRAME);
   });
 
-  test('a missing file: exit 1 with a clear message', () => {
-    const result = drainguard(['inject', '-f', 'no/such/envoy.yaml']);
-    expect(result.status).toBe(1);
-    expect(result.stderr).toBe('error: no/such/envoy.yaml: no such file\n');
+  test('a missing file: exit 3 with a clear message, also with --diff (1 would mean differences)', () => {
+    for (const args of [['inject', '-f', 'no/such/envoy.yaml'], ['inject', '--diff', '-f', 'no/such/envoy.yaml']]) {
+      const result = drainguard(args);
+      expect(result.status).toBe(3);
+      expect(result.stderr).toBe('error: no/such/envoy.yaml: no such file\n');
+    }
   });
 
   test('usage errors exit 2 and point to --help', () => {
@@ -290,6 +319,7 @@ describe('drainguard', () => {
     expect(direct.status).toBe(0);
     expect(direct.stdout).toContain('Usage: drainguard inject -f FILE');
     expect(direct.stdout).toContain('--explain');
+    expect(direct.stdout).toMatch(/^ {2}1 {2}--diff only: the output differs from the input$/m);
     expect(drainguard(['help', 'inject']).stdout).toBe(direct.stdout);
   });
 

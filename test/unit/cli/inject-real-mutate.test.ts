@@ -3,11 +3,15 @@ import { join, resolve } from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { injectStream } from '../../../src/cli/inject';
-import { parseYamlStream, printDocument } from '../../../src/cli/yaml-stream';
+import { findWorkloads } from '../../../src/cli/workloads';
+import { podViewOf } from '../../../src/cli/yaml-patch';
+import { DocumentPatcher } from '../../../src/cli/yaml-splice';
+import { parseYamlStream } from '../../../src/cli/yaml-stream';
 import { defaultConfig } from '../../../src/config/defaults';
 import { mutate } from '../../../src/mutate';
 import type { Pod } from '../../../src/mutate/k8s';
 import { CONTOUR_FIXTURES } from '../../support/build';
+import { unjustifiedChanges } from './changed-lines';
 
 /** The CLI plumbing with the real core, on the core's pod fixtures and Contour's DaemonSets. */
 
@@ -53,9 +57,21 @@ describe.each([...POD_FIXTURES, ...CONTOUR_FIXTURES])('%s', (fixture) => {
     expect(twice.workloads.map((workload) => workload.outcome.status)).toEqual(expected);
   });
 
-  test('an edited document prints the same after being parsed again (its serialisation is a fixed point)', () => {
-    const [document] = parseYamlStream(once.output, fixture);
-    expect(printDocument(document!.document, once.output)).toBe(once.output);
+  test('every line the diff shows states a value the patch changed: nothing is re-indented or re-quoted', () => {
+    expect(unjustifiedChanges(text, once.output)).toEqual([]);
+  });
+
+  test('the patch is spliced into the text, not re-serialised', () => {
+    for (const streamDocument of parseYamlStream(text, fixture)) {
+      const patcher = new DocumentPatcher(streamDocument);
+      let patched = false;
+      for (const { template } of findWorkloads(streamDocument.document)) {
+        const { patch } = mutate(podViewOf(streamDocument.document, template!), config);
+        if (patch.length > 0) patcher.apply(template!, patch);
+        patched ||= patch.length > 0;
+      }
+      if (patched) expect(patcher.print()).toEqual({ text: once.output, spliced: true, fallbackReason: null });
+    }
   });
 
   test("the file's comments are kept", () => {

@@ -23,6 +23,15 @@ describe('parseYamlStream', () => {
     expect(sources('a: 1\n# about b\n---\nb: 2\n')).toEqual(['a: 1\n# about b\n', '---\nb: 2\n']);
   });
 
+  test("each document's offset is where its text starts in the stream, the origin of its nodes' ranges", () => {
+    const text = '# one\na: 1\n---\nb: 2\n';
+    const documents = parseYamlStream(text, 'in.yaml');
+    expect(documents.map(({ offset, source }) => text.slice(offset, offset + source.length) === source)).toEqual([true, true]);
+    const second = documents[1]!;
+    const [start] = second.document.contents!.range!;
+    expect(second.source.slice(start - second.offset)).toBe('b: 2\n');
+  });
+
   test('documents are numbered from 1 and parsed', () => {
     const documents = parseYamlStream('a: 1\n---\nb: 2\n', 'in.yaml');
     expect(documents.map((document) => [document.number, document.document.toJS()])).toEqual([
@@ -39,6 +48,26 @@ describe('parseYamlStream', () => {
     const parse = () => parseYamlStream('a: 1\n---\nb: [\n---\nc: 1\n', 'bad.yaml');
     expect(parse).toThrow(InputError);
     expect(parse).toThrow(/^bad\.yaml: document 2: invalid YAML at line 4, column 1: .+/);
+  });
+
+  test('an alias whose anchor is missing or comes later is invalid YAML, with its position', () => {
+    expect(() => parseYamlStream('a: 1\n---\nb: *x\nc: &x 1\n', 'alias.yaml')).toThrow(InputError);
+    expect(() => parseYamlStream('a: 1\n---\nb: *x\nc: &x 1\n', 'alias.yaml')).toThrow(
+      /^alias\.yaml: document 2: invalid YAML at line 3, column 4: the alias \*x has no anchor &x before it$/,
+    );
+    expect(parseYamlStream('a: &x [1]\nb: *x\n', 'alias.yaml')[0]!.document.toJS()).toEqual({ a: [1], b: [1] });
+  });
+
+  test('aliases that expand exponentially (a "billion laughs") are refused as input', () => {
+    const levels = ['l0: &l0 [x, x, x, x, x, x, x, x, x, x]'];
+    for (let level = 1; level < 9; level++) levels.push(`l${level}: &l${level} [${Array(10).fill(`*l${level - 1}`).join(', ')}]`);
+    expect(() => parseYamlStream(`${levels.join('\n')}\n`, 'laughs.yaml')).toThrow(/^laughs\.yaml: document 1: .*alias/);
+    expect(() => parseYamlStream(`${levels.join('\n')}\n`, 'laughs.yaml')).toThrow(InputError);
+  });
+
+  test('an alias inside its own anchor is refused as input', () => {
+    expect(() => parseYamlStream('a: &loop [1, *loop]\n', 'loop.yaml')).toThrow(InputError);
+    expect(() => parseYamlStream('a: &loop [1, *loop]\n', 'loop.yaml')).toThrow(/^loop\.yaml: document 1: its aliases cannot be expanded: /);
   });
 
   test('a duplicate key is invalid, as in kubectl', () => {
@@ -58,6 +87,11 @@ describe('printDocument', () => {
 
   test('keeps indented sequences when the original mostly uses them', () => {
     expect(print('a:\n  - x\nb:\n  - y\n')).toBe('a:\n  - x\nb:\n  - y\n');
+  });
+
+  test('keeps CRLF line breaks when the original uses them throughout', () => {
+    expect(print('a:\r\n- x\r\nb: "on"\r\n')).toBe('a:\r\n- x\r\nb: "on"\r\n');
+    expect(print('a: 1\r\nb: 2\n')).toBe('a: 1\nb: 2\n');
   });
 
   test('never folds long strings', () => {
