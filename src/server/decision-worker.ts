@@ -3,6 +3,8 @@
  * the main thread, so `/healthz`, `/readyz` and the TLS handshakes of other clients never wait behind a
  * large review. Its heap is capped by the pool; if a review needs more, only this worker dies.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decideAdmission, type MutateFunction } from '../admission/decide';
 import { HttpError } from './http-error';
@@ -10,6 +12,20 @@ import { parseJsonBody } from './json-body';
 import type { AnsweredMessage, DecideMessage, DecisionWorkerData, ParsedMessage } from './decision-protocol';
 
 const { config, coreModule } = workerData as DecisionWorkerData;
+
+/**
+ * Decisions yield the CPU to the main thread: on Linux a thread has its own nice value, and this
+ * thread's id is the last part of /proc/thread-self. With every decision worker busy on a small CPU
+ * share, the main thread still gets the CPU first for health checks, handshakes and answers. Elsewhere
+ * (or if refused) the worker runs at normal priority.
+ */
+const DECISION_NICENESS = 10;
+try {
+  const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  if (Number.isInteger(threadId)) setPriority(threadId, DECISION_NICENESS);
+} catch {
+  // Not Linux, or not permitted: normal priority.
+}
 const core = coreModule ? ((require(coreModule) as { mutate: MutateFunction }).mutate) : undefined;
 
 function envelope(review: unknown): ParsedMessage['review'] {
