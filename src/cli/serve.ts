@@ -47,7 +47,7 @@ const FLAGS = {
     valueName: 'N',
     description: 'admissions that may wait for a slot (default 32); more get 429 with Retry-After',
   },
-  'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 256); more are closed at once' },
+  'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 128); more are closed at once' },
   dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;

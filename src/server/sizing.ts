@@ -27,13 +27,13 @@ export const DEFAULT_LIMITS = {
   bodyLimitBytes: 3 * 1024 * 1024,
   concurrency: 2,
   queueLimit: 32,
-  maxConnections: 256,
+  maxConnections: 128,
 } as const;
 
 /** Node, express, TLS contexts, metrics and the main thread's heap with no admission running. */
 export const BASE_MEMORY_MIB = 96;
-/** An open TLS connection: socket and TLS buffers, the HTTP parser. */
-export const PER_CONNECTION_KIB = 64;
+/** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
+export const PER_CONNECTION_KIB = 128;
 /** A decision worker besides its old-generation heap: isolate, code, young generation. */
 export const WORKER_OVERHEAD_MIB = 24;
 /** Heap of an idle decision worker, MiB. */

@@ -508,7 +508,7 @@ describe('server limits and memory', () => {
     expect(flag(args, '--max-body-bytes')).toBe('3145728');
     expect(flag(args, '--max-concurrent-admissions')).toBe('2');
     expect(flag(args, '--max-queued-admissions')).toBe('32');
-    expect(flag(args, '--max-connections')).toBe('256');
+    expect(flag(args, '--max-connections')).toBe('128');
   });
 
   test.each([
