@@ -79,6 +79,7 @@ test.each(LARGE_CONTENT_KINDS)('a 3 MiB review made of %s is decided while /heal
   expect(Buffer.byteLength(body)).toBeGreaterThan(3 * 1024 * 1024 - 64 * 1024);
 
   const deciding = logged((entry) => entry.msg === 'admission received; deciding' && entry.bytes === Buffer.byteLength(body));
+  const answeredLog = logged((entry) => entry.uid === uid);
   let reviewAnswered = false;
   const review = httpsRequest({ port: server.address().port, ca, servername: 'localhost', body }).finally(() => (reviewAnswered = true));
   await deciding;
@@ -95,6 +96,8 @@ test.each(LARGE_CONTENT_KINDS)('a 3 MiB review made of %s is decided while /heal
   expect(result.status).toBe(200);
   const response = (result.json as { response: { uid: string; allowed: boolean; patchType?: string; warnings?: string[] } }).response;
   expect(response.uid).toBe(uid);
+  // A decision past its deadline or heap says so in the log: shown here when it happens.
+  expect((await answeredLog).error).toBeUndefined();
   expect(response.warnings ?? []).not.toContain(INTERNAL_ERROR_WARNING);
   expect(response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
 }, 60_000);
