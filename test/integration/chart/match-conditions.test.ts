@@ -5,7 +5,7 @@
  * condition may let through a pod drainguard then leaves alone, but it must never hold back a pod
  * drainguard would change or deny: such a pod would silently miss its drain.
  */
-import { run } from '@bufbuild/cel';
+import { run, type CelInput } from '@bufbuild/cel';
 import fc from 'fast-check';
 import { defaultConfig } from '../../../src/config';
 import type { Config } from '../../../src/config/types';
@@ -23,10 +23,10 @@ function expressionFor(options: RenderOptions): string {
 }
 
 /** JSON as CEL sees Kubernetes objects: objects are maps with string keys. */
-function toCel(value: unknown): unknown {
+function toCel(value: unknown): CelInput {
   if (Array.isArray(value)) return value.map(toCel);
   if (value !== null && typeof value === 'object') return new Map(Object.entries(value).map(([key, item]) => [key, toCel(item)]));
-  return value;
+  return value as CelInput;
 }
 
 function apiServerCalls(expression: string, pod: Pod): boolean {
