@@ -136,8 +136,6 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
   const findings = new Findings();
   let crashed = false;
   server.child.once('exit', () => (crashed = true));
-  const memory = watchMemory(server.pid);
-  const healthz = startHealthzProbe(target);
   const limits = admissionLimits();
   const hostile: HostileOutcome[] = [];
 
@@ -145,6 +143,10 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
   const fixtures = fixturePods();
   const cases = generateCases(fixtures, counts, seed);
   progress(`fuzz: ${cases.length} generated cases (seed ${seed}) against pid ${server.pid}`);
+  // Started only now: generating the cases blocks this process for seconds, which the prober would
+  // otherwise count against the server.
+  const memory = watchMemory(server.pid);
+  const healthz = startHealthzProbe(target);
   const client = createHttpsClient(target, CONCURRENCY);
   const patched: Pod[] = [];
   try {
