@@ -1,7 +1,11 @@
 /**
  * `npm run bench:fuzz`: generated AdmissionReviews, valid and garbage, through a real `drainguard serve`
- * over HTTPS. Exits non-zero on any 5xx, a crash, a valid review not answered as the core decides, or a
- * patch that does not apply or leaves an invalid pod: those are correctness failures.
+ * over HTTPS, mixed with reviews of ~3 MiB of each kind of large pod content and, at the same time,
+ * hostile clients (a 1 GiB declared body, `Expect: 100-continue`, a long pipeline, a weak TLS suite, an
+ * unfinished handshake; a connection flood between the phases). A prober checks `/healthz` throughout
+ * and the server's memory is watched. Exits non-zero on any 5xx, a crash, a valid review not answered as
+ * the core decides, a patch that does not apply or leaves an invalid pod, or a hostile client handled
+ * wrongly: those are correctness failures. The /healthz latency is reported against its 100 ms goal.
  *
  *   npm run bench:fuzz [-- --seed N] [-- --quick]
  */
@@ -10,6 +14,11 @@ import { admissionReview } from '../test/integration/server/webhook-test-kit';
 import { DEFAULT_COUNTS, generateCases, resubmissionCase, type CaseClass, type FuzzCase } from './fuzz/cases';
 import { judge, type Verdict } from './fuzz/check';
 import { rawCases, sendRaw } from './fuzz/raw';
+import { HEALTHZ_GOAL_MS, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
+import { runHostileScenarios, type HostileOutcome } from './fuzz/hostile';
+import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
+import { admissionLimits, memoryLimitMiB } from '../src/server/sizing';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../src/server/webhook-server';
 import { createHttpsClient, type ClientTarget, type HttpsClient } from './lib/https-client';
 import { contourPod, fixturePods } from './lib/pods';
 import { beginSection, progress } from './lib/results';
@@ -37,6 +46,11 @@ export interface FuzzReport {
   serverErrorLogLines: number;
   serverAliveAtEnd: boolean;
   healthzAtEnd: number;
+  /** /healthz probed on its own connection during the whole run. */
+  healthz: HealthzFigures;
+  /** The server's peak memory during the run, and the limit the chart sets for its limits. */
+  memory: MemoryFigures & { memoryLimitMiB: number };
+  hostile: HostileOutcome[];
   durationSeconds: number;
 }
 
@@ -93,7 +107,7 @@ async function sendCases(client: HttpsClient, cases: readonly FuzzCase[], findin
       // The server may close a connection on a request it refuses (e.g. an oversized body) before the
       // client finished sending; that is only a failure for a valid review.
       findings.count(fuzzCase.class, 'error');
-      if (fuzzCase.class.startsWith('valid:')) findings.record(fuzzCase.class, { kind: 'failure', detail: `transport error: ${(error as Error).message}` });
+      if (fuzzCase.class.startsWith('valid:') || fuzzCase.class === 'large:content') findings.record(fuzzCase.class, { kind: 'failure', detail: `transport error: ${(error as Error).message}` });
     }
     done += 1;
     if (done % 2000 === 0) progress(`fuzz ${label}: ${done}/${cases.length}`);
@@ -122,15 +136,34 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
   const findings = new Findings();
   let crashed = false;
   server.child.once('exit', () => (crashed = true));
+  const limits = admissionLimits();
+  const hostile: HostileOutcome[] = [];
 
-  const counts = quick ? { generated: 300, fixtureVariants: 150, notCreate: 20, fieldReplaced: 200, bodies: 50 } : DEFAULT_COUNTS;
+  const counts = quick ? { generated: 300, fixtureVariants: 150, notCreate: 20, fieldReplaced: 200, bodies: 50, largePerKind: 1 } : DEFAULT_COUNTS;
   const fixtures = fixturePods();
   const cases = generateCases(fixtures, counts, seed);
   progress(`fuzz: ${cases.length} generated cases (seed ${seed}) against pid ${server.pid}`);
+  // Started only now: generating the cases blocks this process for seconds, which the prober would
+  // otherwise count against the server.
+  const memory = watchMemory(server.pid);
+  const healthz = startHealthzProbe(target);
   const client = createHttpsClient(target, CONCURRENCY);
   const patched: Pod[] = [];
   try {
-    await sendCases(client, cases, findings, patched, 'reviews');
+    const validBody = JSON.stringify(admissionReview(contourPod()));
+    const hostileOptions = { maxConnections: limits.maxConnections, handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS };
+    const [, alongside] = await Promise.all([
+      sendCases(client, cases, findings, patched, 'reviews'),
+      // Hostile clients while the reviews are sent; the connection flood is kept for between the phases,
+      // where it cannot take the connection a fuzz client reopens after a refused body.
+      runHostileScenarios(target, validBody, hostileOptions).then((outcomes) => outcomes.filter((o) => !o.scenario.includes('idle connections'))),
+    ]);
+    hostile.push(...alongside);
+    hostile.push(...(await runHostileScenarios(target, validBody, hostileOptions)).filter((o) => o.scenario.includes('idle connections')));
+    for (const outcome of hostile) {
+      findings.count('hostile:client', outcome.ok ? 'handled' : 'MISHANDLED');
+      if (!outcome.ok) findings.record('hostile:client', { kind: 'failure', detail: `${outcome.scenario}: ${outcome.detail}` });
+    }
 
     // What the API server sends when it reinvokes the webhook: already patched pods must come back unchanged.
     const resubmitted = patched.slice(0, quick ? 100 : 1000).map(resubmissionCase);
@@ -146,6 +179,8 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
     });
 
     const health = await client.send({ method: 'GET', path: '/healthz' }).catch(() => ({ status: 0 }));
+    const healthzFigures = await healthz.stop();
+    const memoryFigures = memory.stop();
     if (crashed) findings.record('valid:generated', { kind: 'failure', detail: 'drainguard serve exited during the fuzz run' });
     if (health.status !== 200) findings.record('valid:generated', { kind: 'failure', detail: `/healthz answered ${health.status} at the end` });
     return {
@@ -162,6 +197,9 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
       serverErrorLogLines: errorLogLines(server.logPath),
       serverAliveAtEnd: !crashed,
       healthzAtEnd: health.status,
+      healthz: healthzFigures,
+      memory: { ...memoryFigures, memoryLimitMiB: memoryLimitMiB(limits) },
+      hostile,
     };
   } finally {
     client.close();
@@ -182,6 +220,10 @@ function render(report: FuzzReport): string {
     `internal errors (admitted unchanged, garbage input): ${report.internalErrors}${report.internalErrorSamples.map((s) => `\n  - ${s}`).join('')}`,
     `garbage answered with another 4xx than expected: ${report.unexpectedStatuses}${report.unexpectedStatusSamples.map((s) => `\n  - ${s}`).join('')}`,
     `server error log lines: ${report.serverErrorLogLines}; alive at end: ${report.serverAliveAtEnd}; /healthz at end: ${report.healthzAtEnd}`,
+    `hostile clients: ${report.hostile.map((o) => `\n  - ${o.ok ? 'ok' : 'MISHANDLED'} ${o.scenario}: ${o.detail}`).join('')}`,
+    `/healthz during the run: ${report.healthz.probes} probes, p50 ${report.healthz.p50Ms} ms, p99 ${report.healthz.p99Ms} ms, max ${report.healthz.maxMs} ms; ` +
+      `${report.healthz.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${report.healthz.failed} failed`,
+    `server memory: peak resident ${report.memory.peakRssMiB} MiB, peak anonymous ${report.memory.peakAnonMiB} MiB (chart limit for these limits: ${report.memory.memoryLimitMiB} MiB)`,
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { validPodCase } from '../../test/property/pod-arbitrary';
 import { admissionReview } from '../../test/integration/server/webhook-test-kit';
+import { LARGE_CONTENT_KINDS, largeReviewBody } from '../../test/integration/server/large-reviews';
 import { validatePod, type Container, type Pod } from '../../src/mutate';
 import type { SentRequest } from '../lib/https-client';
 
@@ -29,7 +30,11 @@ export type CaseClass =
   | 'garbage:content-encoding'
   | 'garbage:deep'
   | 'garbage:huge'
-  | 'garbage:raw-protocol';
+  | 'garbage:raw-protocol'
+  /** A valid Envoy pod grown to ~3 MiB with one kind of content: answered 200 with a real decision. */
+  | 'large:content'
+  /** A hostile client scenario (bench/fuzz/hostile.ts): counted as handled or mishandled. */
+  | 'hostile:client';
 
 export interface FuzzCase {
   class: CaseClass;
@@ -287,21 +292,38 @@ function hugeCases(validReview: unknown): FuzzCase[] {
   ];
 }
 
+/**
+ * Reviews of ~3 MiB, `perKind` of each kind of large content (tests/integration/server/large-reviews.ts).
+ * Only the envelope is checked (200, uid echoed, allowed, no internal error): computing the core's own
+ * answer for each here would cost what the server's decision costs.
+ */
+function largeContentCases(perKind: number): FuzzCase[] {
+  const cases: FuzzCase[] = [];
+  for (const kind of LARGE_CONTENT_KINDS) {
+    const body = largeReviewBody(kind, `large-${kind}`);
+    for (let i = 0; i < perKind; i += 1) {
+      cases.push({ class: 'large:content', request: { path: '/mutate', headers: JSON_HEADERS, body }, review: { apiVersion: 'admission.k8s.io/v1', request: { uid: `large-${kind}` } }, expectedStatuses: [200] });
+    }
+  }
+  return cases;
+}
+
 export interface CaseCounts {
   generated: number;
   fixtureVariants: number;
   notCreate: number;
   fieldReplaced: number;
   bodies: number;
+  largePerKind: number;
 }
 
-export const DEFAULT_COUNTS: CaseCounts = { generated: 4500, fixtureVariants: 2000, notCreate: 200, fieldReplaced: 2500, bodies: 400 };
+export const DEFAULT_COUNTS: CaseCounts = { generated: 4500, fixtureVariants: 2000, notCreate: 200, fieldReplaced: 2500, bodies: 400, largePerKind: 3 };
 
 export function generateCases(fixtures: readonly { pod: Pod }[], counts: CaseCounts, seed: number): FuzzCase[] {
   const contour = (fixtures.find((f) => f.pod.metadata?.labels?.app === 'envoy') ?? fixtures[0]) as { pod: Pod };
   const validReview = admissionReview(contour.pod, { uid: randomUUID() });
   const validBody = JSON.stringify(validReview);
-  return [
+  const cases = [
     ...generatedValid(counts.generated, seed),
     ...fixtureVariants(fixtures, counts.fixtureVariants, seed + 10),
     ...notCreate(fixtures, counts.notCreate, seed + 20),
@@ -311,6 +333,11 @@ export function generateCases(fixtures: readonly { pod: Pod }[], counts: CaseCou
     ...deepCases(validReview),
     ...hugeCases(validReview),
   ];
+  // The large reviews are spread through the run, not sent in one burst.
+  const large = largeContentCases(counts.largePerKind);
+  const every = Math.max(1, Math.floor(cases.length / (large.length + 1)));
+  large.forEach((largeCase, index) => cases.splice((index + 1) * every + index, 0, largeCase));
+  return cases;
 }
 
 /** A pod as the API server would send it again after applying drainguard's patch (reinvocation). */

@@ -67,7 +67,22 @@ function sentReview(fuzzCase: FuzzCase): { apiVersion?: unknown; request?: { uid
 
 export function judge(fuzzCase: FuzzCase, status: number, body: Buffer): Verdict {
   if (status >= 500) return { kind: 'failure', detail: `HTTP ${status}: ${body.toString('utf8').slice(0, 300)}` };
+  if (fuzzCase.class === 'large:content') return judgeLarge(fuzzCase, status, body);
   return fuzzCase.class.startsWith('valid:') ? judgeValid(fuzzCase, status, body) : judgeGarbage(fuzzCase, status, body);
+}
+
+/** A valid ~3 MiB Envoy pod: drainguard must answer it, with a patch, and not as its own failure. */
+function judgeLarge(fuzzCase: FuzzCase, status: number, body: Buffer): Verdict {
+  const fail = (detail: string): Verdict => ({ kind: 'failure', detail });
+  const uid = sentReview(fuzzCase).request?.uid;
+  if (status !== 200) return fail(`${String(uid)}: HTTP ${status}: ${body.toString('utf8').slice(0, 200)}`);
+  const response = parseAnswer(body)?.response;
+  if (response === undefined || response.uid !== uid) return fail(`${String(uid)}: uid not echoed`);
+  if (Array.isArray(response.warnings) && response.warnings.includes(INTERNAL_ERROR_WARNING)) {
+    return fail(`${String(uid)}: answered as drainguard's own failure (the decision passed its deadline or heap; see the server log)`);
+  }
+  if (response.allowed !== true || response.patchType !== 'JSONPatch') return fail(`${String(uid)}: expected an allowed patch, got ${body.toString('utf8').slice(0, 200)}`);
+  return { kind: 'ok' };
 }
 
 function judgeValid(fuzzCase: FuzzCase, status: number, body: Buffer): Verdict {

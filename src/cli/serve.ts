@@ -8,6 +8,7 @@ import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../conf
 import { ensureDevCertificates } from '../certs/dev';
 import { startWebhook, type TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
+import { DEFAULT_LIMITS } from '../server/sizing';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './errors';
 
@@ -35,6 +36,18 @@ const FLAGS = {
   },
   'service-name': { type: 'string', valueName: 'NAME', description: 'self mode: Service the API server calls (certificate names)' },
   kubeconfig: { type: 'string', valueName: 'FILE', description: 'self mode: kubeconfig (default: in-cluster service account)' },
+  'max-body-bytes': { type: 'string', valueName: 'N', description: 'largest request body accepted (default 3145728, 3 MiB); more is refused with 413' },
+  'max-concurrent-admissions': {
+    type: 'string',
+    valueName: 'N',
+    description: 'admissions read and decided at once, one decision worker each (default 2)',
+  },
+  'max-queued-admissions': {
+    type: 'string',
+    valueName: 'N',
+    description: 'admissions that may wait for a slot (default 32); more get 429 with Retry-After',
+  },
+  'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 128); more are closed at once' },
   dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;
@@ -84,6 +97,7 @@ export async function runServe(argv: string[]): Promise<number> {
       config,
       logger,
       shutdownDelayMs: settings.shutdownDelayMs,
+      server: { limits: settings.limits },
       tls: settings.tls.mode === 'dev' ? devCertificates(logger) : settings.tls,
     });
   } catch (error) {
@@ -126,6 +140,13 @@ function resolveSettings(flags: Flags) {
   const shutdownDelayMs = parseDuration(flags['shutdown-delay'] ?? '5s');
   if (shutdownDelayMs === undefined) fail(`--shutdown-delay must be a duration like 5s or 500ms; got '${flags['shutdown-delay']}'`);
 
+  const limits = {
+    bodyLimitBytes: integerFlag(flags['max-body-bytes'], 'max-body-bytes', 1024, 64 * 1024 * 1024, DEFAULT_LIMITS.bodyLimitBytes, fail),
+    concurrency: integerFlag(flags['max-concurrent-admissions'], 'max-concurrent-admissions', 1, 64, DEFAULT_LIMITS.concurrency, fail),
+    queueLimit: integerFlag(flags['max-queued-admissions'], 'max-queued-admissions', 0, 10_000, DEFAULT_LIMITS.queueLimit, fail),
+    maxConnections: integerFlag(flags['max-connections'], 'max-connections', 1, 100_000, DEFAULT_LIMITS.maxConnections, fail),
+  };
+
   const mode = flags['tls-mode'] ?? 'files';
   const given = (names: (keyof Flags)[]) => names.filter((name) => flags[name] !== undefined).map((n) => `--${n}`);
   const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig']);
@@ -163,7 +184,16 @@ function resolveSettings(flags: Flags) {
     port,
     logLevel,
     shutdownDelayMs: shutdownDelayMs!,
+    limits,
     configFile: flags.config,
     tls: tls!,
   };
+}
+
+/** A whole number flag within [min, max]; `fallback` when not given. */
+function integerFlag(value: string | undefined, name: string, min: number, max: number, fallback: number, fail: (message: string) => never): number {
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number < min || number > max) fail(`--${name} must be a whole number from ${min} to ${max}; got '${value}'`);
+  return number;
 }

@@ -1,34 +1,36 @@
 /**
  * The HTTP surface of `drainguard serve`: a thin adapter that turns HTTP into calls of the pure
- * admission decision and back. Every client mistake gets a 4xx with a JSON `{ "error": message }`;
- * express's default handler (HTML, 500s) is never reached.
+ * admission decision (run by the decision workers) and back. Every client mistake gets a 4xx with a
+ * JSON `{ "error": message }`; express's default handler (HTML, 500s) is never reached.
  */
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
-import type { Config } from '../config/types';
-import { decideAdmission, type MutateFunction } from '../admission/decide';
 import { HttpError } from './http-error';
-import { parseJsonBody } from './json-body';
+import type { AdmissionLimiter } from './admission-limiter';
+import type { Decided } from './decision-pool';
 import type { WebhookMetrics } from './metrics';
+import { checkDeclaredBody, readBody } from './request-body';
+import { takeTurn } from './connection-turns';
 
 export interface WebhookAppOptions {
-  config: Config;
   metrics: WebhookMetrics;
   logger: Logger;
   /** Ready: a certificate is loaded and shutdown has not begun. */
   isReady: () => boolean;
   /** Shutting down: answer with `Connection: close` so clients move to another replica. */
   isDraining: () => boolean;
-  /** Largest accepted body. An AdmissionReview for CREATE carries one Pod (etcd caps objects at 1.5 MiB). */
-  bodyLimitBytes?: number;
-  /** The pure core; tests inject a failing one to exercise drainguard's own-bug path. */
-  core?: MutateFunction;
+  /** Largest accepted body. */
+  bodyLimitBytes: number;
+  limiter: AdmissionLimiter;
+  /** Decides on one body (a decision worker); the body's memory is handed over. */
+  decide: (body: Buffer) => Promise<Decided>;
 }
 
-export const DEFAULT_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
+/** Seconds a refused client is told to wait; the API server's client waits this long, then retries. */
+export const RETRY_AFTER_SECONDS = 1;
 
 export function createWebhookApp(options: WebhookAppOptions): express.Express {
-  const { config, metrics, logger, isReady, isDraining, core } = options;
+  const { metrics, logger, isReady, isDraining, limiter, decide, bodyLimitBytes } = options;
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -49,24 +51,56 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  app.post(
-    '/mutate',
-    requireJsonContentType,
-    express.raw({ type: () => true, limit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES, inflate: false }),
-    (req: Request, res: Response) => {
+  app.post('/mutate', requireJsonContentType, async (req: Request, res: Response, next) => {
+    let release: (() => void) | undefined;
+    const turn = takeTurn(req.socket);
+    try {
+      // Everything the headers can tell is checked before waiting, reading or `100 Continue`.
+      checkDeclaredBody(req, bodyLimitBytes);
+      await turn.ready;
+      const slot = limiter.acquire();
+      if (slot === undefined) {
+        throw new HttpError(429, `too many admissions in progress (${limiter.concurrency} running, ${limiter.queueLimit} waiting); retry`, {
+          'Retry-After': String(RETRY_AFTER_SECONDS),
+        });
+      }
+      metrics.setAdmissionLoad(limiter);
+      release = await slot;
+      metrics.setAdmissionLoad(limiter);
+      if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+      const body = await readBody(req, bodyLimitBytes);
       const started = process.hrtime.bigint();
-      const review = parseJsonBody(req.body);
-      const decision = core ? decideAdmission(review, config, core) : decideAdmission(review, config);
-      sendJson(res, decision.httpStatus, decision.body);
+      logger.debug({ bytes: body.length }, 'admission received; deciding');
+      const decided = await decide(body);
+      sendJson(res, decided.httpStatus, decided.text);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.recordAdmission(decision.outcome, seconds);
-      const { outcome } = decision;
-      const fields = { ...outcome, durationMs: Math.round(seconds * 1e6) / 1e3 };
-      if (outcome.result === 'error') logger.error(fields, 'drainguard failed on this pod; admitted it unchanged');
-      else if (outcome.result === 'invalid') logger.warn(fields, 'malformed AdmissionReview');
-      else logger.info(fields, 'admission');
-    },
-  );
+      logDecision(decided, seconds);
+    } catch (error) {
+      next(error);
+    } finally {
+      release?.();
+      turn.done();
+      metrics.setAdmissionLoad(limiter);
+    }
+  });
+
+  function logDecision(decided: Decided, seconds: number): void {
+    const { outcome } = decided;
+    if (outcome === undefined) {
+      // Refused before a decision: not JSON, too deep, or the worker failed before reading the uid.
+      metrics.recordRejected();
+      const fields = { status: decided.httpStatus, path: '/mutate', error: errorOf(decided.text) };
+      if (decided.failure) logger.error(fields, 'decision worker failed before the review was read');
+      else logger.warn(fields, 'request rejected');
+      return;
+    }
+    metrics.recordAdmission(outcome, seconds);
+    const fields = { ...outcome, durationMs: Math.round(seconds * 1e6) / 1e3 };
+    if (outcome.result === 'error') logger.error(fields, 'drainguard failed on this pod; admitted it unchanged');
+    else if (outcome.result === 'invalid') logger.warn(fields, 'malformed AdmissionReview');
+    else logger.info(fields, 'admission');
+  }
+
   app.all('/mutate', (req) => {
     throw new HttpError(405, `method ${req.method} not allowed on /mutate; use POST`, { Allow: 'POST' });
   });
@@ -78,14 +112,21 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
   return app;
 }
 
+function errorOf(text: string): string {
+  try {
+    return String((JSON.parse(text) as { error?: unknown }).error);
+  } catch {
+    return text.slice(0, 200);
+  }
+}
+
 /**
  * What `res.status(status).json(body)` sends for a POST (same status, `Content-Type` and
  * `Content-Length`, no ETag since it is disabled, never a 304 since only GET/HEAD can be fresh), written
  * directly: express's version looks up four app settings, re-parses the Content-Type it just set to add
  * the charset and copies the body into a Buffer, on every admission.
  */
-function sendJson(res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+function sendJson(res: Response, status: number, text: string): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(text));
@@ -106,33 +147,27 @@ const requireJsonContentType: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** body-parser's error types, in words a caller can act on. */
-const BODY_ERRORS: Record<string, (error: { limit?: number; length?: number }) => string> = {
-  'entity.too.large': (e) => `request body of ${e.length ?? 'more than the limit'} bytes exceeds the ${e.limit} byte limit`,
-  'request.size.invalid': () => 'request body is shorter than its Content-Length',
-  'request.aborted': () => 'request body was aborted by the client',
-  'encoding.unsupported': () => 'Content-Encoding is not supported; send the body uncompressed',
-  'stream.encoding.set': () => 'request stream encoding is not supported',
-};
-
 function errorHandler(metrics: WebhookMetrics, logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const { status, message, headers } = describeError(error);
-    if (req.path === '/mutate') metrics.recordRejected();
+    if (req.path === '/mutate') {
+      if (status === 429) metrics.recordThrottled();
+      else metrics.recordRejected();
+    }
     if (status >= 500) logger.error({ err: error, path: req.path }, 'internal error');
+    else if (status === 429) logger.debug({ status, path: req.path }, 'request throttled');
     else logger.warn({ status, path: req.path, error: message }, 'request rejected');
     if (res.headersSent) return;
+    // A body left unread (refused before or while reading it) is not read to its end: the connection
+    // closes after the answer, so nothing of that body is mistaken for the next request.
+    if (!req.complete) res.setHeader('Connection', 'close');
     res.set(headers).status(status).json({ error: message });
   };
 }
 
 function describeError(error: unknown): { status: number; message: string; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, message: error.message, headers: error.headers };
-  const { status, type } = (error ?? {}) as { status?: unknown; type?: unknown };
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    const describe = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
-    const message = describe ? describe(error as { limit?: number; length?: number }) : String((error as Error).message);
-    return { status, message, headers: {} };
-  }
+  const { status } = (error ?? {}) as { status?: unknown };
+  if (typeof status === 'number' && status >= 400 && status < 500) return { status, message: String((error as Error).message), headers: {} };
   return { status: 500, message: 'internal error; see the webhook log', headers: {} };
 }

@@ -1,6 +1,8 @@
 export { startWebhook } from './start';
 export type { StartOptions, TlsSource, RunningWebhook } from './start';
-export { WebhookServer } from './webhook-server';
+export { WebhookServer, TLS_CIPHERS } from './webhook-server';
 export type { WebhookServerOptions, CertificatePair } from './webhook-server';
-export { createWebhookApp, DEFAULT_BODY_LIMIT_BYTES } from './app';
+export { createWebhookApp, RETRY_AFTER_SECONDS } from './app';
+export { admissionLimits, memoryLimitMiB, workerHeapMb, DEFAULT_LIMITS } from './sizing';
+export type { AdmissionLimits } from './sizing';
 export { WebhookMetrics, LATENCY_BUCKETS_SECONDS } from './metrics';

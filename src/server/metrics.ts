@@ -37,6 +37,32 @@ export class WebhookMetrics {
     buckets: LATENCY_BUCKETS_SECONDS,
     registers: [this.registry],
   });
+  private readonly throttled = new Counter({
+    name: 'drainguard_admissions_throttled_total',
+    help: 'AdmissionReview requests refused with 429 because every admission slot and the waiting line were taken',
+    registers: [this.registry],
+  });
+  private readonly inProgress = new Gauge({
+    name: 'drainguard_admissions_in_progress',
+    help: 'Admissions holding a slot (body being read, decided or answered)',
+    registers: [this.registry],
+  });
+  private readonly waiting = new Gauge({
+    name: 'drainguard_admissions_waiting',
+    help: 'Admissions waiting for a slot',
+    registers: [this.registry],
+  });
+  private readonly droppedConnections = new Counter({
+    name: 'drainguard_connections_dropped_total',
+    help: 'Connections closed at once because the server already had its maximum number of connections',
+    registers: [this.registry],
+  });
+  private readonly tlsFailures = new Counter({
+    name: 'drainguard_tls_handshake_failures_total',
+    help: 'Connections closed because the TLS handshake failed or did not finish in time, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   private readonly certificateExpiry = new Gauge({
     name: 'drainguard_certificate_expiry_timestamp_seconds',
     help: 'notAfter of the serving certificate currently in use, as a Unix timestamp',
@@ -57,6 +83,24 @@ export class WebhookMetrics {
   /** A request rejected before it reached the decision (413, 415, unparseable JSON). */
   recordRejected(): void {
     this.requests.inc({ result: 'invalid' });
+  }
+
+  /** A 429: no slot and no room in the waiting line. */
+  recordThrottled(): void {
+    this.throttled.inc();
+  }
+
+  setAdmissionLoad(load: { active: number; queued: number }): void {
+    this.inProgress.set(load.active);
+    this.waiting.set(load.queued);
+  }
+
+  recordDroppedConnection(): void {
+    this.droppedConnections.inc();
+  }
+
+  recordTlsFailure(reason: 'timeout' | 'protocol'): void {
+    this.tlsFailures.inc({ reason });
   }
 
   setCertificateExpiry(notAfter: Date): void {

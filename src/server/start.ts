@@ -4,11 +4,10 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types';
-import type { MutateFunction } from '../admission/decide';
 import { CertificateFileWatcher, readCertificateFiles } from '../certs/watch-files';
 import { SelfManagedCertificates } from '../certs/self-managed';
 import { kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
-import { WebhookServer } from './webhook-server';
+import { WebhookServer, type WebhookServerOptions } from './webhook-server';
 
 export type TlsSource =
   | { mode: 'files'; certPath: string; keyPath: string; debounceMs?: number }
@@ -33,7 +32,8 @@ export interface StartOptions {
   logger: Logger;
   shutdownDelayMs: number;
   tls: TlsSource;
-  core?: MutateFunction;
+  /** Server limits and timeouts (defaults in ./sizing and ./webhook-server). */
+  server?: Pick<WebhookServerOptions, 'limits' | 'handshakeTimeoutMs' | 'decisionTimeoutMs' | 'coreModule'>;
 }
 
 export interface RunningWebhook {
@@ -56,7 +56,7 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
     config: options.config,
     logger,
     shutdownDelayMs: options.shutdownDelayMs,
-    ...(options.core ? { core: options.core } : {}),
+    ...options.server,
   };
 
   if (tls.mode === 'files') {

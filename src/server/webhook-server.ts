@@ -1,20 +1,23 @@
 /**
- * The HTTPS server around the express app: TLS ≥ 1.2, certificates swapped in place without a restart,
+ * The HTTPS server around the express app: TLS ≥ 1.2 with forward-secret AEAD suites only,
+ * certificates swapped in place without a restart, bounded connections, handshakes and admissions,
  * readiness, and the shutdown sequence Kubernetes needs (fail readiness, keep serving while endpoints
  * are removed, stop accepting, let in-flight requests finish).
  */
 import { createServer, type Server } from 'node:https';
-import { Server as TlsServer, createSecureContext } from 'node:tls';
+import { Server as TlsServer, createSecureContext, type TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/types';
-import type { MutateFunction } from '../admission/decide';
 import { checkKeyPair } from '../certs/inspect';
+import { AdmissionLimiter } from './admission-limiter';
 import { createWebhookApp } from './app';
+import { DecisionPool } from './decision-pool';
 import { WebhookMetrics } from './metrics';
+import { admissionLimits, type AdmissionLimits } from './sizing';
 
 export interface CertificatePair {
   cert: string;
@@ -33,19 +36,51 @@ export interface WebhookServerOptions {
   shutdownDelayMs: number;
   /** After the delay: idle connections are closed this much later, all connections twice that. */
   drainTimeoutMs?: number;
-  bodyLimitBytes?: number;
-  core?: MutateFunction;
+  /** Body limit, admission slots and waiting line; defaults in ./sizing. */
+  limits?: Partial<AdmissionLimits>;
+  /** A TLS handshake not finished this long after the connection opened is abandoned. */
+  handshakeTimeoutMs?: number;
+  /** A decision still running after this long is abandoned and answered as drainguard's failure. */
+  decisionTimeoutMs?: number;
+  /** A CommonJS module whose `mutate` replaces the core in the decision workers (tests only). */
+  coreModule?: string;
   now?: () => Date;
 }
 
-const TLS_MIN_VERSION = 'TLSv1.2';
+/**
+ * TLS 1.2 and 1.3 only. On TLS 1.2, only ECDHE key exchange (forward secrecy) with AEAD ciphers
+ * (AES-GCM, ChaCha20-Poly1305): no static-RSA key exchange, no CBC. Every TLS 1.3 suite meets both.
+ * Go's TLS stack (kube-apiserver, the kubelet's probes, Prometheus) offers all of these.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** The settings every secure context of the server gets, the first and each reloaded one. */
+const TLS_SETTINGS = { minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, honorCipherOrder: true } as const;
+
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+export const DEFAULT_DECISION_TIMEOUT_MS = 10_000;
 
 /**
  * Requests Node's HTTP parser rejects before express sees them (a body cut short of its Content-Length,
  * oversized headers, timeouts) get the same JSON error shape as everything else, not a bare 400.
+ * TLS failures (a handshake that failed or timed out) arrive here too: those connections carry no HTTP
+ * yet, and an answer written into an unfinished handshake would wait there forever, holding the
+ * connection open, so they are closed at once.
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+  const code = error.code ?? '';
+  const fromHttp = code.startsWith('HPE_') || code.startsWith('ERR_HTTP_');
+  if (!fromHttp || !socket.writable) {
     socket.destroy();
     return;
   }
@@ -66,7 +101,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 
 export class WebhookServer {
   readonly metrics = new WebhookMetrics();
+  readonly limits: AdmissionLimits;
   private readonly server: Server;
+  private readonly pool: DecisionPool;
   private hasCertificate = false;
   private shuttingDown = false;
   private stopped: Promise<void> | undefined;
@@ -74,23 +111,44 @@ export class WebhookServer {
 
   private constructor(private readonly options: WebhookServerOptions) {
     this.now = options.now ?? (() => new Date());
-    const app = createWebhookApp({
+    this.limits = admissionLimits(options.limits);
+    const { logger } = options;
+    this.pool = new DecisionPool({
+      size: this.limits.concurrency,
       config: options.config,
+      heapLimitMb: this.limits.workerHeapMb,
+      timeoutMs: options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
+      ...(options.coreModule ? { coreModule: options.coreModule } : {}),
+    });
+    const app = createWebhookApp({
       metrics: this.metrics,
-      logger: options.logger,
+      logger,
       isReady: () => this.hasCertificate && !this.shuttingDown,
       isDraining: () => this.shuttingDown,
-      ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
-      ...(options.core ? { core: options.core } : {}),
+      bodyLimitBytes: this.limits.bodyLimitBytes,
+      limiter: new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit),
+      decide: (body) => this.pool.decide(body),
     });
-    this.server = createServer({ minVersion: TLS_MIN_VERSION }, app);
+    this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, app);
     // Bound slow clients: the API server's own webhook timeout is at most 30 s.
     this.server.requestTimeout = 30_000;
     this.server.headersTimeout = 10_000;
     // Longer than clients' idle timeouts (Go's default is 90 s), so the client closes idle connections
     // and never writes a request into one the server has just closed.
     this.server.keepAliveTimeout = 120_000;
+    // Beyond this many open connections (idle ones included) new ones are closed at once.
+    this.server.maxConnections = this.limits.maxConnections;
+    this.server.on('drop', () => this.metrics.recordDroppedConnection());
     this.server.on('clientError', answerClientError);
+    this.server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+      const timedOut = error.code === 'ERR_TLS_HANDSHAKE_TIMEOUT';
+      this.metrics.recordTlsFailure(timedOut ? 'timeout' : 'protocol');
+      logger.debug({ error: error.message }, timedOut ? 'TLS handshake not finished in time; connection closed' : 'TLS handshake failed');
+    });
+    this.server.prependListener('secureConnection', parseFromStream);
+    // `Expect: 100-continue` reaches the app like any request: the app sends `100 Continue` only once it
+    // is ready to read the body, after the declared length was checked (413 instead) and a slot is free.
+    this.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => this.server.emit('request', req, res));
   }
 
   static async start(options: WebhookServerOptions): Promise<WebhookServer> {
@@ -121,7 +179,7 @@ export class WebhookServer {
   setCertificate(pair: CertificatePair): string | undefined {
     const check = checkKeyPair(pair.cert, pair.key, this.now());
     if (!check.ok) return check.reason;
-    const secureOptions = { cert: pair.cert, key: pair.key, minVersion: TLS_MIN_VERSION } as const;
+    const secureOptions = { ...TLS_SETTINGS, cert: pair.cert, key: pair.key };
     try {
       createSecureContext(secureOptions);
     } catch (error) {
@@ -160,6 +218,7 @@ export class WebhookServer {
     await closed;
     clearTimeout(closeIdle);
     clearTimeout(closeAll);
+    await this.pool.close();
     logger.info('stopped');
   }
 
@@ -169,5 +228,20 @@ export class WebhookServer {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await closed;
+    await this.pool.close();
   }
+}
+
+/**
+ * Makes Node's HTTP parser read this TLS connection through its stream events rather than straight
+ * from the TLS handle. On the direct path, pausing a connection (Node does so when a client pipelines
+ * requests faster than it reads the answers) does not stop TLS records that were already decrypted from
+ * reaching the paused parser, which then fails with HPE_PAUSED and drops the connection with every
+ * request still on it. Through the stream, a paused connection buffers instead, and reading resumes
+ * once the client has taken its answers. The HTTP server only takes the direct path for a handle not
+ * already marked as consumed, so marking it here, before the server sees the connection, is enough.
+ */
+function parseFromStream(socket: TLSSocket): void {
+  const handle = (socket as unknown as { _handle?: { _consumed?: boolean } })._handle;
+  if (handle) handle._consumed = true;
 }

@@ -134,12 +134,15 @@ export interface RenderOptions {
   setString?: Record<string, string>;
   namespace?: string;
   releaseName?: string;
+  /** The cluster version `helm template` assumes (`--kube-version`); helm's own default otherwise. */
+  kubeVersion?: string;
 }
 
 export function templateArgs(opts: RenderOptions = {}): string[] {
   const args = ['template', opts.releaseName ?? 'drainguard', CHART_DIR, '--namespace', opts.namespace ?? 'drainguard-system'];
   for (const [k, v] of Object.entries(opts.set ?? {})) args.push('--set', `${k}=${String(v)}`);
   for (const [k, v] of Object.entries(opts.setString ?? {})) args.push('--set-string', `${k}=${v}`);
+  if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion);
   return args;
 }
 

@@ -111,3 +111,59 @@ so the init container the webhook injects always matches the server that injecte
 {{- end }}
 {{- toYaml $config }}
 {{- end }}
+
+{{/*
+Whether the webhook gets matchConditions: `auto` renders them for Kubernetes 1.30 or newer (where
+they are GA; helm knows the cluster's version on install, `helm template` needs --kube-version);
+true/false decide regardless.
+*/}}
+{{- define "drainguard.matchConditions.enabled" -}}
+{{- $setting := toString .Values.webhook.matchConditions }}
+{{- if eq $setting "auto" }}
+{{- semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}
+{{- else }}
+{{- eq $setting "true" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The CEL expression: true for a pod drainguard may change or deny, false for every other pod.
+drainguard acts on a pod only when one of its containers is Envoy (named config.envoyContainerName,
+or running an image of config.envoyImageRepositories at any registry or mirror prefix, with any tag
+or digest), or when it carries a drainguard.io/ annotation (which may name the Envoy container, opt
+out, or be invalid and so be denied). Any other pod is skipped by drainguard anyway.
+*/}}
+{{- define "drainguard.matchConditions.expression" -}}
+{{- $repositories := list }}
+{{- range .Values.config.envoyImageRepositories }}
+{{- $repositories = append $repositories (regexQuoteMeta .) }}
+{{- end }}
+{{- $imagePattern := printf "^(.*/)?(%s)(:[^/@]*)?(@.*)?$" (join "|" $repositories) }}
+{{- printf "object.spec.containers.exists(c, c.name == '%s' || (has(c.image) && c.image.matches(r'%s'))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('drainguard.io/')))" .Values.config.envoyContainerName $imagePattern }}
+{{- end }}
+
+{{/*
+The memory limit (MiB) of the server for its limits: the formula of src/server/sizing.ts (a test
+keeps them equal), explained in values.yaml under `resources`.
+*/}}
+{{- define "drainguard.memoryLimitMiB" -}}
+{{- $server := .Values.server }}
+{{- $mib := 1048576 }}
+{{- $bodyMiB := div (add (int64 $server.maxBodyBytes) (sub $mib 1)) $mib }}
+{{- $workerHeap := add 16 (div (add (mul 24 (int64 $server.maxBodyBytes)) (sub $mib 1)) $mib) }}
+{{- $connections := div (add (mul (int64 $server.maxConnections) 128) 1023) 1024 }}
+{{- add 96 $connections (mul (int64 $server.maxConcurrentAdmissions) (add $workerHeap 24 $bodyMiB)) }}
+{{- end }}
+
+{{/*
+resources, with the memory limit derived from the server's limits unless one is given.
+*/}}
+{{- define "drainguard.resources" -}}
+{{- $resources := deepCopy .Values.resources }}
+{{- $limits := default dict $resources.limits }}
+{{- if not (hasKey $limits "memory") }}
+{{- $_ := set $limits "memory" (printf "%sMi" (include "drainguard.memoryLimitMiB" .)) }}
+{{- end }}
+{{- $_ := set $resources "limits" $limits }}
+{{- toYaml $resources }}
+{{- end }}

@@ -7,6 +7,7 @@ import { findOne, helmBinary, renderChart, type K8sObject, type RenderOptions } 
 import { parse } from 'yaml';
 import { SERVE_USAGE } from '../../../src/cli/serve';
 import { validateAll } from './validate';
+import { admissionLimits, memoryLimitMiB } from '../../../src/server/sizing';
 
 const NS = 'drainguard-system';
 const CA_BUNDLE = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
@@ -60,6 +61,7 @@ interface Webhook {
   timeoutSeconds: number;
   reinvocationPolicy: string;
   failurePolicy: string;
+  matchConditions?: { name: string; expression: string }[];
 }
 interface Rule {
   apiGroups: string[];
@@ -97,6 +99,11 @@ const VARIANTS: Record<string, RenderOptions> = {
   'failurePolicy Fail': { set: { 'webhook.failurePolicy': 'Fail' } },
   'serviceMonitor enabled': { set: { 'metrics.serviceMonitor.enabled': true } },
   'single replica': { set: { replicaCount: 1 } },
+  'networkPolicy disabled': { set: { 'networkPolicy.enabled': false } },
+  'Kubernetes 1.29': { kubeVersion: '1.29.0' },
+  'Kubernetes 1.30': { kubeVersion: '1.30.0' },
+  'matchConditions off': { set: { 'webhook.matchConditions': false } },
+  'matchConditions forced on 1.29': { kubeVersion: '1.29.0', set: { 'webhook.matchConditions': true } },
 };
 
 const rendered = new Map<string, K8sObject[]>();
@@ -256,15 +263,17 @@ describe('MutatingWebhookConfiguration', () => {
     ]);
   });
 
-  test('namespaces opt in by label; the release namespace is always excluded', () => {
+  test('namespaces opt in by label; the release namespace is always excluded, kube-system by default', () => {
     const wh = webhookOf(variant('defaults'));
     expect(wh.namespaceSelector.matchLabels).toEqual({ 'drainguard.io/inject': 'enabled' });
-    expect(wh.namespaceSelector.matchExpressions).toEqual([{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NS] }]);
+    expect(wh.namespaceSelector.matchExpressions).toEqual([{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NS, 'kube-system'] }]);
 
-    const extra = webhookOf(renderChart({ set: { 'webhook.excludedNamespaces[0]': 'kube-system' } }));
-    expect(extra.namespaceSelector.matchExpressions?.[0]?.values).toEqual([NS, 'kube-system']);
+    const extra = webhookOf(renderChart({ set: { 'webhook.excludedNamespaces[0]': 'tenant-a' } }));
+    expect(extra.namespaceSelector.matchExpressions?.[0]?.values).toEqual([NS, 'tenant-a']);
+    const none = webhookOf(renderChart({ set: { 'webhook.excludedNamespaces': 'null' } }));
+    expect(none.namespaceSelector.matchExpressions?.[0]?.values).toEqual([NS]);
     const other = webhookOf(renderChart({ namespace: 'edge' }));
-    expect(other.namespaceSelector.matchExpressions?.[0]?.values).toEqual(['edge']);
+    expect(other.namespaceSelector.matchExpressions?.[0]?.values).toEqual(['edge', 'kube-system']);
   });
 
   test('v1 reviews, no side effects, Equivalent matching, IfNeeded reinvocation, timeout ≤ 5 s', () => {
@@ -434,5 +443,90 @@ describe('ServiceMonitor', () => {
     expect(sm.spec.endpoints).toEqual([expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics' })]);
     const svc = findOne(objects, 'Service');
     for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) expect(svc.metadata.labels?.[k]).toBe(v);
+  });
+});
+
+describe('matchConditions', () => {
+  test('rendered on Kubernetes 1.30 and newer (helm 4 assumes a current version), not on 1.29', () => {
+    for (const name of ['defaults', 'Kubernetes 1.30'] as const) {
+      expect(webhookOf(variant(name)).matchConditions?.map((c) => c.name)).toEqual(['may-be-envoy-pod']);
+    }
+    expect(webhookOf(variant('Kubernetes 1.29')).matchConditions).toBeUndefined();
+  });
+
+  test('webhook.matchConditions true or false decides regardless of the version', () => {
+    expect(webhookOf(variant('matchConditions off')).matchConditions).toBeUndefined();
+    expect(webhookOf(variant('matchConditions forced on 1.29')).matchConditions).toHaveLength(1);
+  });
+
+  test('the condition is made from the configured Envoy container name and image repositories', () => {
+    const [condition] = webhookOf(
+      renderChart({ set: { 'config.envoyContainerName': 'proxy', 'config.envoyImageRepositories[0]': 'mirror.example/envoy+edge' } }),
+    ).matchConditions!;
+    expect(condition!.expression).toContain("c.name == 'proxy'");
+    // Regular-expression characters of a repository are matched literally.
+    expect(condition!.expression).toContain(String.raw`(mirror\.example/envoy\+edge)`);
+    expect(condition!.expression).toContain("k.startsWith('drainguard.io/')");
+  });
+
+  test('the schema refuses a value other than auto, true or false', () => {
+    expect(() => renderChart({ set: { 'webhook.matchConditions': 'sometimes' } })).toThrow(/matchConditions/);
+  });
+});
+
+describe('NetworkPolicy', () => {
+  test('on by default: ingress to the webhook pods only on the HTTPS port, which serves admission, probes and /metrics', () => {
+    const objects = variant('defaults');
+    const policy = findOne(objects, 'NetworkPolicy') as K8sObject & {
+      spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: { from?: unknown; ports: { port: number | string; protocol: string }[] }[] };
+    };
+    expect(policy.spec.podSelector.matchLabels).toEqual(deploymentOf(objects).spec.selector.matchLabels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toEqual([{ ports: [{ port: 8443, protocol: 'TCP' }] }]);
+    const container = serverContainer(deploymentOf(objects));
+    expect(container.ports.map((p) => p.containerPort)).toEqual([8443]);
+    // The metrics endpoint is on that same port: the ServiceMonitor scrapes the Service's https port.
+    const monitor = findOne(variant('serviceMonitor enabled'), 'ServiceMonitor') as K8sObject & { spec: { endpoints: { port: string }[] } };
+    expect(monitor.spec.endpoints.map((e) => e.port)).toEqual(['https']);
+  });
+
+  test('follows server.port', () => {
+    const policy = findOne(renderChart({ set: { 'server.port': 9443 } }), 'NetworkPolicy') as K8sObject & { spec: { ingress: { ports: { port: number }[] }[] } };
+    expect(policy.spec.ingress[0]!.ports[0]!.port).toBe(9443);
+  });
+
+  test('networkPolicy.enabled=false renders none', () => {
+    expect(kinds(variant('networkPolicy disabled'))).not.toContain('NetworkPolicy');
+  });
+});
+
+describe('server limits and memory', () => {
+  const memoryOf = (objects: K8sObject[]) => serverContainer(deploymentOf(objects)).resources.limits?.memory;
+
+  test('the limits are passed to the server', () => {
+    const args = serverContainer(deploymentOf(variant('defaults'))).args;
+    expect(flag(args, '--max-body-bytes')).toBe('3145728');
+    expect(flag(args, '--max-concurrent-admissions')).toBe('2');
+    expect(flag(args, '--max-queued-admissions')).toBe('32');
+    expect(flag(args, '--max-connections')).toBe('128');
+  });
+
+  test.each([
+    [{}, admissionLimits()],
+    [{ 'server.maxConcurrentAdmissions': 4 }, admissionLimits({ concurrency: 4 })],
+    [{ 'server.maxBodyBytes': 1048576, 'server.maxConnections': 1000 }, admissionLimits({ bodyLimitBytes: 1048576, maxConnections: 1000 })],
+    [{ 'server.maxBodyBytes': 5000000, 'server.maxConcurrentAdmissions': 1 }, admissionLimits({ bodyLimitBytes: 5000000, concurrency: 1 })],
+  ])('the memory limit for %j is the server\'s own formula', (set, limits) => {
+    expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
+  });
+
+  test('the default limit is 342Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('342Mi');
+  });
+
+  test('a memory limit given in values wins; other resources pass through', () => {
+    const c = serverContainer(deploymentOf(renderChart({ setString: { 'resources.limits.memory': '1Gi', 'resources.limits.cpu': '2' } })));
+    expect(c.resources.limits).toEqual({ memory: '1Gi', cpu: '2' });
+    expect(c.resources.requests).toEqual({ cpu: '50m', memory: '96Mi' });
   });
 });

@@ -20,6 +20,7 @@ const BUILT_IN: Record<string, string> = {
   'v1/Secret': 'kubernetes-models/v1/Secret',
   'apps/v1/Deployment': 'kubernetes-models/apps/v1/Deployment',
   'policy/v1/PodDisruptionBudget': 'kubernetes-models/policy/v1/PodDisruptionBudget',
+  'networking.k8s.io/v1/NetworkPolicy': 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
   'rbac.authorization.k8s.io/v1/Role': 'kubernetes-models/rbac.authorization.k8s.io/v1/Role',
   'rbac.authorization.k8s.io/v1/RoleBinding': 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding',
   'rbac.authorization.k8s.io/v1/ClusterRole': 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole',

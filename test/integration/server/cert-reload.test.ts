@@ -141,3 +141,54 @@ test('a mismatched pair is refused and the current certificate stays in use', as
   const ready = await httpsRequest({ port, method: 'GET', path: '/readyz', ca: second.ca.cert, servername: 'localhost' });
   expect(ready.status).toBe(200);
 });
+
+describe('a certificate directory deleted and created again', () => {
+  const parent = temporaryDirectory();
+  const certDirectory = join(parent.path, 'tls');
+  const files = { cert: join(certDirectory, 'tls.crt'), key: join(certDirectory, 'tls.key') };
+  const write = (pair: KeyPairPem) => {
+    mkdirSync(certDirectory, { recursive: true });
+    writeFileSync(files.cert, pair.cert);
+    writeFileSync(files.key, pair.key);
+  };
+  const third = issue('third CA');
+  const fourth = issue('fourth CA');
+  let recreated: RunningWebhook;
+
+  beforeAll(async () => {
+    write(first.serving);
+    // The poll stays at its default (60 s): only the watcher can notice the swap within the test.
+    recreated = await startWebhook({
+      host: '127.0.0.1',
+      port: 0,
+      config: defaultConfig(),
+      logger,
+      shutdownDelayMs: 0,
+      tls: { mode: 'files', certPath: files.cert, keyPath: files.key, debounceMs: 50 },
+    });
+  });
+  afterAll(async () => {
+    await recreated.close();
+    parent.remove();
+  });
+
+  const loadedLines = () => logLines.filter((line) => line.includes('serving certificate loaded')).length;
+  const servedHere = async (ca: string) => {
+    const result = await httpsRequest({ port: recreated.server.address().port, method: 'GET', path: '/readyz', ca, servername: 'localhost' });
+    return result.peerCertificate;
+  };
+
+  test('a pair written into the new directory is picked up by the watcher, and so are later changes in it', async () => {
+    expect(fingerprint(await servedHere(first.ca.cert))).toBe(fingerprint(first.serving.cert));
+    rmSync(certDirectory, { recursive: true });
+    const before = loadedLines();
+    write(third.serving);
+    await eventually('the new pair to be loaded', async () => (loadedLines() > before ? true : undefined));
+    expect(fingerprint(await servedHere(third.ca.cert))).toBe(fingerprint(third.serving.cert));
+
+    const again = loadedLines();
+    write(fourth.serving);
+    await eventually('the next pair to be loaded', async () => (loadedLines() > again ? true : undefined));
+    expect(fingerprint(await servedHere(fourth.ca.cert))).toBe(fingerprint(fourth.serving.cert));
+  });
+});

@@ -26,7 +26,7 @@ beforeAll(async () => {
     logger: silentLogger(),
     certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
     shutdownDelayMs: 0,
-    bodyLimitBytes: BODY_LIMIT,
+    limits: { bodyLimitBytes: BODY_LIMIT },
   });
   port = server.address().port;
 });

@@ -1,20 +1,47 @@
-/** drainguard's own failure on a valid pod never blocks the pod: allowed, no patch, a warning, logged and counted. */
+/**
+ * drainguard's own failure on a valid pod never blocks the pod: allowed, no patch, a warning, logged and
+ * counted. The failures: the core throws, a decision never finishes, a decision needs more memory than a
+ * decision worker may use. The last two cost the worker, which is replaced: the server goes on answering.
+ * The failing cores are real modules loaded by the real decision workers.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { defaultConfig } from '../../../src/config';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
-import { PatchVerificationError } from '../../../src/mutate';
 import { WebhookServer } from '../../../src/server/webhook-server';
-import { admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
+import { REPO_ROOT, admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
 
 const directory = temporaryDirectory();
-const logs: Record<string, unknown>[] = [];
-let server: WebhookServer;
+const paths = ensureDevCertificates(directory.path);
+const pod = fixturePods().find(({ name }) => name.startsWith('contour-main'))!.pod;
 
-beforeAll(async () => {
-  const paths = ensureDevCertificates(directory.path);
+/** A core module for the decision workers: `body` is the body of its `mutate(pod, config)`. */
+function coreModule(name: string, body: string): string {
+  const path = join(directory.path, `${name}.cjs`);
+  const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
+  writeFileSync(path, `const { PatchVerificationError } = require(${dist});\nexports.mutate = (pod, config) => {\n${body}\n};\n`);
+  return path;
+}
+
+const CORES = {
+  throws: coreModule('throws', `throw new PatchVerificationError('patched pod has duplicate container names', ['duplicate container name "envoy"']);`),
+  // Only pods whose name says so misbehave: the same server then answers a normal pod normally.
+  'never finishes': coreModule('never-finishes', `if (pod.metadata.name === 'stuck') for (;;) {}\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`),
+  'exhausts its memory': coreModule(
+    'exhausts-memory',
+    `if (pod.metadata.name === 'hungry') { const hoard = []; for (;;) hoard.push(new Array(100000).fill(hoard.length)); }\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
+  ),
+};
+
+let server: WebhookServer | undefined;
+const logs: Record<string, unknown>[] = [];
+
+async function start(core: string): Promise<WebhookServer> {
+  logs.length = 0;
   server = await WebhookServer.start({
     host: '127.0.0.1',
     port: 0,
@@ -22,19 +49,26 @@ beforeAll(async () => {
     logger: pino(new Writable({ write: (chunk, _e, done) => (logs.push(JSON.parse(String(chunk))), done()) })),
     certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
     shutdownDelayMs: 0,
-    core: () => {
-      throw new PatchVerificationError('patched pod has duplicate container names', ['duplicate container name "envoy"']);
-    },
+    coreModule: core,
+    // One worker: a failed one must be replaced before anything else can be answered.
+    limits: { concurrency: 1 },
+    decisionTimeoutMs: 1000,
   });
+  return server;
+}
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
 });
-afterAll(async () => {
-  await server.close();
-  directory.remove();
-});
+afterAll(() => directory.remove());
+
+const reviewOf = (name: string, uid: string) => JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, name } }, { uid }));
 
 test('a PatchVerificationError is answered 200 allowed without a patch, logged with the uid, counted', async () => {
+  const { port } = (await start(CORES.throws)).address();
   const uid = '0c1d2e3f-aaaa-4bbb-8ccc-000000000042';
-  const result = await httpsRequest({ port: server.address().port, body: JSON.stringify(admissionReview(fixturePods()[0]!.pod, { uid })) });
+  const result = await httpsRequest({ port, body: JSON.stringify(admissionReview(pod, { uid })) });
   expect(result.status).toBe(200);
   expect(result.json).toEqual({
     apiVersion: 'admission.k8s.io/v1',
@@ -42,6 +76,28 @@ test('a PatchVerificationError is answered 200 allowed without a patch, logged w
     response: { uid, allowed: true, warnings: [INTERNAL_ERROR_WARNING] },
   });
   expect(logs.find((entry) => entry.uid === uid)).toMatchObject({ level: 50, result: 'error', error: expect.stringContaining('duplicate container names') });
-  const metrics = await httpsRequest({ port: server.address().port, method: 'GET', path: '/metrics' });
+  const metrics = await httpsRequest({ port, method: 'GET', path: '/metrics' });
   expect(metrics.text).toMatch(/drainguard_admission_requests_total\{result="error"\} 1/);
+});
+
+test.each([
+  ['never finishes', 'stuck', /did not finish within 1000 ms/],
+  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/],
+] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason) => {
+  const { port } = (await start(CORES[kind])).address();
+  const uid = `0c1d2e3f-aaaa-4bbb-8ccc-${kind === 'never finishes' ? '000000000043' : '000000000044'}`;
+  const failed = await httpsRequest({ port, body: reviewOf(name, uid) });
+  expect(failed.status).toBe(200);
+  expect(failed.json).toEqual({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: { uid, allowed: true, warnings: [INTERNAL_ERROR_WARNING] },
+  });
+  expect(logs.find((entry) => entry.uid === uid)).toMatchObject({ level: 50, result: 'error', error: expect.stringMatching(reason) });
+
+  const next = await httpsRequest({ port, body: reviewOf('envoy-next', 'next-uid') });
+  expect(next.status).toBe(200);
+  expect(next.json).toMatchObject({ response: { uid: 'next-uid', allowed: true, patchType: 'JSONPatch' } });
+  const health = await httpsRequest({ port, method: 'GET', path: '/healthz' });
+  expect(health.status).toBe(200);
 });

@@ -1,0 +1,189 @@
+/**
+ * A fixed set of decision workers (worker_threads). Each decides one review at a time; the admission
+ * limiter in front guarantees no more reviews are in flight than there are workers. A worker whose
+ * decision outlives the deadline is terminated, one that runs out of its heap dies on its own: either
+ * way it is replaced, and the review is answered as drainguard's own failure (admitted unchanged, with a
+ * warning), never left hanging.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { Config } from '../config/types';
+import type { AdmissionOutcome } from '../admission/decide';
+import { INTERNAL_ERROR_WARNING } from '../admission/decide';
+import type { DecideMessage, DecisionWorkerData, ParsedMessage, WorkerMessage } from './decision-protocol';
+
+export interface DecisionPoolOptions {
+  size: number;
+  config: Config;
+  /** V8 old-generation limit of each worker, MiB. */
+  heapLimitMb: number;
+  /** A decision still running after this long is abandoned. */
+  timeoutMs: number;
+  coreModule?: string;
+}
+
+export interface Decided {
+  httpStatus: number;
+  text: string;
+  outcome: AdmissionOutcome | undefined;
+  /** Set when the worker failed (deadline, memory, crash): what happened, for the log. */
+  failure?: string;
+}
+
+/** Young generation of each worker, MiB: V8's semi-spaces, small on purpose (short-lived garbage). */
+export const WORKER_YOUNG_GENERATION_MB = 8;
+
+/**
+ * dist/server/decision-worker.js beside this module. When this module itself runs as TypeScript
+ * source (ts-jest), the worker is the compiled one of the same tree: jest's globalSetup builds dist/
+ * before any test starts.
+ */
+export function decisionWorkerScript(): string {
+  const beside = join(__dirname, 'decision-worker.js');
+  if (existsSync(beside)) return beside;
+  const built = resolve(__dirname, '..', '..', 'dist', 'server', 'decision-worker.js');
+  if (__filename.endsWith('.ts') && existsSync(built)) return built;
+  throw new Error(`decision worker not found at ${beside}; run \`npm run build\``);
+}
+
+interface Pending {
+  id: number;
+  review: ParsedMessage['review'];
+  timer: NodeJS.Timeout;
+  resolve: (decided: Decided) => void;
+}
+
+class Slot {
+  worker!: Worker;
+  pending: Pending | undefined;
+  constructor(private readonly pool: DecisionPool) {
+    this.spawn();
+  }
+
+  spawn(): void {
+    const worker = this.pool.createWorker();
+    worker.on('message', (message: WorkerMessage) => this.onMessage(worker, message));
+    worker.on('error', (error) => this.fail(worker, describeWorkerError(error)));
+    worker.on('exit', (code) => this.fail(worker, `decision worker exited with code ${code}`));
+    this.worker = worker;
+  }
+
+  private onMessage(worker: Worker, message: WorkerMessage): void {
+    const pending = this.pending;
+    if (worker !== this.worker || pending === undefined || pending.id !== message.id) return;
+    if (message.kind === 'parsed') {
+      pending.review = message.review;
+      return;
+    }
+    this.pending = undefined;
+    clearTimeout(pending.timer);
+    pending.resolve({ httpStatus: message.httpStatus, text: message.text, outcome: message.outcome });
+  }
+
+  /** The worker is gone or must go: answer its review as drainguard's failure and start a new one. */
+  fail(worker: Worker, reason: string): void {
+    if (worker !== this.worker) return;
+    const pending = this.pending;
+    this.pending = undefined;
+    worker.removeAllListeners('exit');
+    void worker.terminate();
+    if (!this.pool.closed) this.spawn();
+    if (pending) {
+      clearTimeout(pending.timer);
+      pending.resolve(failedDecision(pending.review, reason));
+    }
+  }
+}
+
+export class DecisionPool {
+  private readonly slots: Slot[];
+  private readonly idle: Slot[];
+  private readonly waiting: ((slot: Slot) => void)[] = [];
+  private nextId = 0;
+  closed = false;
+  private readonly script = decisionWorkerScript();
+
+  constructor(private readonly options: DecisionPoolOptions) {
+    this.slots = Array.from({ length: options.size }, () => new Slot(this));
+    this.idle = [...this.slots];
+  }
+
+  /** @internal used by the slots */
+  createWorker(): Worker {
+    const workerData: DecisionWorkerData = {
+      config: this.options.config,
+      ...(this.options.coreModule ? { coreModule: this.options.coreModule } : {}),
+    };
+    const worker = new Worker(this.script, {
+      workerData,
+      resourceLimits: { maxOldGenerationSizeMb: this.options.heapLimitMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      // The worker writes nothing; its errors come back as 'error' events.
+      stdout: false,
+      stderr: false,
+    });
+    worker.unref();
+    return worker;
+  }
+
+  /** Decides on `body`; its memory is transferred to the worker (the caller must not use it after). */
+  async decide(body: Buffer): Promise<Decided> {
+    const slot = this.idle.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.push(resolve)));
+    try {
+      return await new Promise<Decided>((resolve) => {
+        const id = (this.nextId += 1);
+        const worker = slot.worker;
+        const timer = setTimeout(
+          () => slot.fail(worker, `decision did not finish within ${this.options.timeoutMs} ms; worker replaced`),
+          this.options.timeoutMs,
+        );
+        slot.pending = { id, review: undefined, timer, resolve };
+        const message: DecideMessage = { id, body: ownArrayBuffer(body) };
+        worker.postMessage(message, [message.body]);
+      });
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next(slot);
+      else this.idle.push(slot);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+  }
+}
+
+/** A buffer's memory as an ArrayBuffer of exactly its bytes, copied only when it shares a larger one. */
+function ownArrayBuffer(body: Buffer): ArrayBuffer {
+  if (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer) return body.buffer;
+  const copy = new ArrayBuffer(body.byteLength);
+  new Uint8Array(copy).set(body);
+  return copy;
+}
+
+function describeWorkerError(error: Error & { code?: string }): string {
+  return error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+    ? 'decision needed more memory than a decision worker may use; worker replaced'
+    : `decision worker failed: ${error.message}`;
+}
+
+/**
+ * A review whose decision failed in the worker. With its uid known, the same answer as for any other
+ * drainguard bug: allowed, unchanged, with a warning. Without it (the body never parsed, which a
+ * limit-sized body cannot cause), there is no review to answer: a 500 naming the failure.
+ */
+function failedDecision(review: ParsedMessage['review'], reason: string): Decided {
+  if (review === undefined) return { httpStatus: 500, text: JSON.stringify({ error: `internal error: ${reason}` }), outcome: undefined, failure: reason };
+  const body = {
+    apiVersion: review.apiVersion,
+    kind: 'AdmissionReview',
+    response: { uid: review.uid, allowed: true, warnings: [INTERNAL_ERROR_WARNING] },
+  };
+  return {
+    httpStatus: 200,
+    text: JSON.stringify(body),
+    outcome: { result: 'error', uid: review.uid, actions: [], patchOperations: 0, error: reason },
+    failure: reason,
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The server's limits and the memory they add up to. One formula, used by the server (each decision
+ * worker's heap limit) and documented for the chart, whose default memory limit is computed the same
+ * way (a test keeps the two equal):
+ *
+ *   memory limit (MiB) = BASE + connections × PER_CONNECTION
+ *                        + concurrency × (worker heap + WORKER_OVERHEAD + body limit)
+ *   worker heap (MiB)  = WORKER_HEAP_BASE + WORKER_HEAP_PER_BODY_MIB × body limit (MiB)
+ *
+ * Waiting admissions cost next to nothing: their bodies are not read until they hold a slot.
+ */
+
+export interface AdmissionLimits {
+  /** Largest request body accepted, bytes. */
+  bodyLimitBytes: number;
+  /** Admissions read and decided at once (one decision worker each). */
+  concurrency: number;
+  /** Admissions that may wait for a slot; more are refused with 429. */
+  queueLimit: number;
+  /** Open connections, idle ones included; more are closed at once. */
+  maxConnections: number;
+  /** V8 heap limit of each decision worker, MiB (derived from the body limit). */
+  workerHeapMb: number;
+}
+
+export const DEFAULT_LIMITS = {
+  bodyLimitBytes: 3 * 1024 * 1024,
+  concurrency: 2,
+  queueLimit: 32,
+  maxConnections: 128,
+} as const;
+
+/** Node, express, TLS contexts, metrics and the main thread's heap with no admission running. */
+export const BASE_MEMORY_MIB = 96;
+/** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
+export const PER_CONNECTION_KIB = 128;
+/** A decision worker besides its old-generation heap: isolate, code, young generation. */
+export const WORKER_OVERHEAD_MIB = 24;
+/** Heap of an idle decision worker, MiB. */
+export const WORKER_HEAP_BASE_MIB = 16;
+/** Heap a decision needs per MiB of review (parsed pod, draft, patch, verification copy). */
+export const WORKER_HEAP_PER_BODY_MIB = 24;
+
+const MIB = 1024 * 1024;
+
+export function workerHeapMb(bodyLimitBytes: number): number {
+  return WORKER_HEAP_BASE_MIB + Math.ceil((WORKER_HEAP_PER_BODY_MIB * bodyLimitBytes) / MIB);
+}
+
+/** The limits with defaults filled in and the worker heap derived. */
+export function admissionLimits(given: Partial<AdmissionLimits> = {}): AdmissionLimits {
+  const bodyLimitBytes = given.bodyLimitBytes ?? DEFAULT_LIMITS.bodyLimitBytes;
+  return {
+    bodyLimitBytes,
+    concurrency: given.concurrency ?? DEFAULT_LIMITS.concurrency,
+    queueLimit: given.queueLimit ?? DEFAULT_LIMITS.queueLimit,
+    maxConnections: given.maxConnections ?? DEFAULT_LIMITS.maxConnections,
+    workerHeapMb: given.workerHeapMb ?? workerHeapMb(bodyLimitBytes),
+  };
+}
+
+/** The memory limit (MiB) a server with these limits stays under. */
+export function memoryLimitMiB(limits: AdmissionLimits): number {
+  const bodyMiB = Math.ceil(limits.bodyLimitBytes / MIB);
+  const connections = Math.ceil((limits.maxConnections * PER_CONNECTION_KIB) / 1024);
+  return BASE_MEMORY_MIB + connections + limits.concurrency * (limits.workerHeapMb + WORKER_OVERHEAD_MIB + bodyMiB);
+}
