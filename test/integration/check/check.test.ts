@@ -128,7 +128,7 @@ describe('a healthy installation with protected, stale, unprotected, opted-out a
       ['fail', 'namespace gateway is not opted in: it lacks drainguard.io/inject=enabled (2 Envoy pods)'],
       [
         'pass',
-        'namespace projectcontour is opted in (drainguard.io/inject=enabled, kubernetes.io/metadata.name NotIn (drainguard-system)): 3 Envoy pods',
+        'namespace projectcontour is opted in (drainguard.io/inject=enabled, kubernetes.io/metadata.name NotIn (drainguard-system, kube-system)): 3 Envoy pods',
       ],
     ]);
     expect(namespaces[0]!.hint).toContain('kubectl label namespace gateway drainguard.io/inject=enabled');
