@@ -11,6 +11,7 @@
  * The decision-only reference times its own `decideAdmission` per request; drainguard's per-admission
  * log line stays on and is counted.
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { maxThroughput, type ThroughputResult, type ThroughputTarget } from './lib/autocannon';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
@@ -23,7 +24,6 @@ import { reviewBody } from './lib/review';
 import { SERVER_LABELS, startServer, type RunningServer, type ServerKind } from './lib/servers';
 import { quantile } from './lib/stats';
 import type { BenchCertificates } from './lib/tls';
-import { readFileSync } from 'node:fs';
 
 export interface HttpSettings {
   connections: number;

@@ -171,8 +171,9 @@ function main(): void {
     '# Benchmarks',
     '',
     'Written by `npm run bench:readme` from `bench/results.json`; reproduce with `npm run bench`, `npm run bench:load` and ' +
-      '`npm run bench:fuzz` on an otherwise idle machine (each command rewrites its own section of the results). Benchmarks report; ' +
-      'they never fail on a timing, and tests never time anything.',
+      '`npm run bench:fuzz` on an otherwise idle machine (each command rewrites its own section of the results; `npm run bench` takes ' +
+      'about 6 minutes). `npm run bench -- --quick` runs every path with short runs in 1-2 minutes and writes to `.tmp/` instead. ' +
+      'Benchmarks report; they never fail on a timing, and tests never time anything.',
   ];
   if (results.bench) parts.push('', benchSection(results.bench as SectionEnvelope<BenchFigures>));
   if (results.load) parts.push('', loadSection(results.load as SectionEnvelope<LoadReport>));

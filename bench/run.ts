@@ -4,7 +4,7 @@
  * Progress on stderr, the tables on stdout, every figure into bench/results.json (section `bench`),
  * with the machine's load average at start and end.
  *
- *   npm run bench               full run (about 8 minutes; run it on an otherwise idle machine)
+ *   npm run bench               full run (about 6 minutes; run it on an otherwise idle machine)
  *   npm run bench -- --quick    every path with short runs (1-2 minutes), written to .tmp/ instead
  */
 import { benchGrowth, DEFAULT_GROWTH_SETTINGS, QUICK_GROWTH_SETTINGS } from './growth';

@@ -19,12 +19,12 @@
  * Bearer-token authentication (401 without the token). HTTPS with the benchmark's own CA.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import type { BenchCertificates } from './tls';
-import { readFileSync } from 'node:fs';
 
 export type StubCallKind = 'get' | 'patch' | 'list' | 'watch' | 'unexpected' | 'unauthenticated';
 

@@ -11,6 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -111,7 +112,6 @@ export interface RunningPepr {
 
 /** GET /healthz until it answers 200: Pepr binds its endpoints only once its store is ready. */
 async function waitForEndpoints(port: number, child: RunningPepr['child'], logPath: string, timeoutMs: number): Promise<void> {
-  const { request } = await import('node:https');
   const giveUpAt = Date.now() + timeoutMs;
   for (;;) {
     const status = await new Promise<number>((resolve) => {
