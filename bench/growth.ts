@@ -94,5 +94,5 @@ export async function benchGrowth(progress: (line: string) => void, settings = D
     progress(`growth: ${kind}: ${verdict}`);
     kinds.push({ kind, content: CONTENT_DESCRIPTIONS[kind], points, ...(stoppedAtKiB !== undefined ? { stoppedAtKiB } : {}), ratio, linear, verdict });
   }
-  return { settings, operation: 'JSON.parse of the review, decideAdmission and JSON.stringify of the answer (the fastest of the calls at each size)', kinds };
+  return { settings, operation: 'JSON.parse of the review, decideAdmission and JSON.stringify of the answer (CPU time of the measuring thread per call)', kinds };
 }

@@ -190,7 +190,7 @@ export function growthTable(growth: GrowthReport): string[][] {
     k.kind,
     ...sizes.map((kib) => {
       const point = k.points.find((p) => p.targetKiB === kib);
-      if (point) return `${point.microsPerKiB.toFixed(2)}${point.result === 'mutated' ? '' : ` (${point.result})`}`;
+      if (point) return `${point.microsPerKiB.toFixed(1)} (${point.parseMicrosPerKiB.toFixed(1)})${point.result === 'mutated' ? '' : ` ${point.result}`}`;
       return k.stoppedAtKiB === kib ? 'stopped' : '';
     }),
     k.verdict,
