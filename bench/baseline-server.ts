@@ -1,18 +1,19 @@
 /**
- * The benchmark baselines: HTTPS servers on the same TLS setup as `drainguard serve`. `express` (the
- * same HTTP stack as drainguard, so the ratio isolates drainguard's own work) and `node` (bare
- * node:https, the floor) only parse the AdmissionReview and answer a fixed "allowed" review.
- * `decision` is the express baseline answering with drainguard's pure decision (mutate and the patch
- * verification the spec requires) and nothing else: no logs, no metrics, no error mapping. It is the
- * ceiling for any HTTP adapter around this decision, which splits drainguard's distance from the
- * baseline into the decision's own cost and the server's.
+ * The reference servers of the HTTPS benchmark, on the same TLS setup as `drainguard serve`:
  *
- *   node baseline-server.js --flavour express|node|decision --port N --tls-cert FILE --tls-key FILE
+ * - `express`: drainguard's HTTP stack (express, ETag and X-Powered-By off as in drainguard) that only
+ *   parses the AdmissionReview and answers a fixed "allowed": the floor any admission server pays.
+ * - `decision`: the same server answering with drainguard's pure decision (`decideAdmission`: mutate and
+ *   the patch verification) and nothing else: no logs, no metrics, no error mapping. It is the ceiling
+ *   for any HTTP server around this decision. It times each decision itself (process.hrtime around the
+ *   call, in the server, caches as cold as real traffic leaves them) and hands the samples out on
+ *   `GET /bench/decision-micros`, emptying its buffer, so the benchmark reads them between runs.
+ *
+ *   node baseline-server.js --flavour express|decision --port N --tls-cert FILE --tls-key FILE
  * Prints `listening <port>` on stdout once it accepts connections.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type ServerOptions } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
 import express from 'express';
 import { decideAdmission } from '../src/admission';
 import { defaultConfig } from '../src/config';
@@ -33,22 +34,7 @@ function allowedReview(body: unknown): string {
   });
 }
 
-const tls: ServerOptions = {
-  cert: readFileSync(flag('tls-cert')),
-  key: readFileSync(flag('tls-key')),
-  minVersion: 'TLSv1.2',
-};
-
-function nodeHandler(req: IncomingMessage, res: ServerResponse): void {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    const body = allowedReview(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(body);
-  });
-}
-
-function expressHandler(answer: (review: unknown) => string): express.Express {
+function expressServer(answer: (review: unknown) => string): express.Express {
   const app = express();
   // As drainguard's app does: no per-response ETag hash of the body, no X-Powered-By header.
   app.disable('x-powered-by');
@@ -59,22 +45,49 @@ function expressHandler(answer: (review: unknown) => string): express.Express {
   return app;
 }
 
-function handler(flavour: string) {
-  switch (flavour) {
-    case 'node':
-      return nodeHandler;
-    case 'express':
-      return expressHandler(allowedReview);
-    case 'decision': {
-      const config = defaultConfig();
-      return expressHandler((review) => JSON.stringify(decideAdmission(review, config).body));
-    }
-    default:
-      throw new Error(`baseline-server: unknown --flavour ${flavour}; use express, node or decision`);
+/** Decision times in µs since the last read; a full buffer keeps the first samples (reads come every few seconds). */
+class DecisionTimes {
+  private samples = new Float64Array(1 << 20);
+  private count = 0;
+
+  record(micros: number): void {
+    if (this.count < this.samples.length) this.samples[this.count++] = micros;
+  }
+
+  drain(): number[] {
+    const taken = Array.from(this.samples.subarray(0, this.count), (micros) => Math.round(micros * 100) / 100);
+    this.count = 0;
+    return taken;
   }
 }
 
-const server = createServer(tls, handler(flag('flavour')));
+function app(flavour: string): express.Express {
+  switch (flavour) {
+    case 'express':
+      return expressServer(allowedReview);
+    case 'decision': {
+      const config = defaultConfig();
+      const times = new DecisionTimes();
+      const server = expressServer((review) => {
+        const started = process.hrtime.bigint();
+        const decision = decideAdmission(review, config);
+        times.record(Number(process.hrtime.bigint() - started) / 1000);
+        return JSON.stringify(decision.body);
+      });
+      server.get('/bench/decision-micros', (_req, res) => {
+        res.type('application/json').send(JSON.stringify(times.drain()));
+      });
+      return server;
+    }
+    default:
+      throw new Error(`baseline-server: unknown --flavour ${flavour}; use express or decision`);
+  }
+}
+
+const server = createServer(
+  { cert: readFileSync(flag('tls-cert')), key: readFileSync(flag('tls-key')), minVersion: 'TLSv1.2' },
+  app(flag('flavour')),
+);
 server.listen(Number(flag('port')), '127.0.0.1', () => {
   const address = server.address();
   process.stdout.write(`listening ${typeof address === 'object' && address ? address.port : ''}\n`);

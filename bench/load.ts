@@ -5,11 +5,11 @@
  *
  *   npm run bench:load [-- --rate N] [-- --seconds N] [-- --quick]
  */
-import { admissionReview } from '../test/integration/server/webhook-test-kit';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { pacedLoad, type PacedLoadResult } from './lib/paced-load';
 import { contourPod } from './lib/pods';
 import { readMemory } from './lib/processes';
+import { reviewBody } from './lib/review';
 import { beginSection, progress } from './lib/results';
 import { startDrainguard } from './lib/servers';
 import { table } from './lib/stats';
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
       });
     }, sampleEverySeconds * 1000);
     progress(`load: ${rate} req/s for ${seconds} s against drainguard serve (pid ${server.pid})`);
-    const body = JSON.stringify(admissionReview(contourPod(), { uid: 'b3c0ffee-0000-4000-8000-000000000002' }));
+    const body = reviewBody(contourPod(), 'b3c0ffee-0000-4000-8000-000000000002');
     const load = await pacedLoad({
       target,
       request: { path: '/mutate', headers: { 'content-type': 'application/json' }, body },

@@ -1,12 +1,19 @@
 /**
- * Renders bench/results.json as the README's "Benchmarks" section (Markdown on stdout), so the README
- * quotes the committed figures instead of numbers typed by hand.
+ * `npm run bench:readme`: renders bench/results.json as docs/benchmarks.md, so the docs quote the
+ * committed figures of one run instead of numbers typed by hand, and the description of how they were
+ * measured sits next to the code that measures them.
  *
- *   npm run bench:readme > .tmp/readme-bench.md
+ *   npm run bench:readme               writes docs/benchmarks.md from bench/results.json
+ *   npm run bench:readme -- --quick    writes .tmp/benchmarks.quick.md from the last quick run
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
-import { metLabel, reportRows, type BenchFigures } from './lib/goals';
+import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
+import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from './lib/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';
+import { repoPath } from './lib/repo';
+import { SERVER_LABELS } from './lib/servers';
 import type { LoadReport } from './load';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
@@ -14,58 +21,113 @@ const mdTable = (rows: string[][]) => {
   const [header = [], ...body] = rows;
   return [header, header.map(() => '---'), ...body].map((row) => `| ${row.map(cell).join(' | ')} |`).join('\n');
 };
+const rowTable = (rows: ReportRow[], withGoal: boolean) =>
+  mdTable(withGoal ? [['figure', 'measured', 'goal', ''], ...rows.map((r) => [r.figure, r.value, r.goal, metLabel(r)])] : [['figure', 'measured'], ...rows.map((r) => [r.figure, r.value])]);
 
 function conditions(section: SectionEnvelope<unknown>): string {
   const { machine } = section;
   return (
     `${section.date.slice(0, 16).replace('T', ' ')} UTC, ${machine.cpuModel} (${machine.cores} cores), ${machine.memoryGiB} GiB, ` +
     `${machine.os}, Node ${machine.node}; load average (1 min) ${section.loadAverageAtStart.oneMinute} at start, ` +
-    `${section.loadAverageAtEnd.oneMinute} at end`
+    `${section.loadAverageAtEnd.oneMinute} at end` +
+    (section.loadAverageAtStart.oneMinute >= section.machine.cores / 2
+      ? ` (**a busy machine: other work shared the ${machine.cores} cores, so the figures are noisier and slower than on an idle one**)`
+      : '')
   );
 }
 
-function goalsSummary(section: SectionEnvelope<BenchFigures>): string {
-  const goals = reportRows(section.figures).filter((row) => row.met !== undefined);
-  return ['Goals of issue 6:', '', ...goals.map((row) => `- ${row.met ? 'met' : '**not met**'}: ${row.figure} ${row.goal} — measured ${row.value}`)].join('\n');
-}
-
 function benchSection(section: SectionEnvelope<BenchFigures>): string {
-  const rows = reportRows(section.figures);
-  const { http } = section.figures;
+  const figures = section.figures;
+  const { http, growth, shutdown } = figures;
+  const s = http.settings;
+  const calls = http.pepr.apiCalls;
   return [
-    '### `npm run bench`',
+    '## `npm run bench`',
     '',
-    `Measured ${conditions(section)}.`,
+    `Measured ${conditions(section)}. Command: \`${section.command}\`.`,
     '',
-    goalsSummary(section),
+    '### Goals',
     '',
-    mdTable([['figure', 'value', 'goal', ''], ...rows.map((r) => [r.figure, r.value, r.goal, metLabel(r)])]),
+    rowTable(goalRows(figures), true),
     '',
-    `HTTPS runs: each server is its own process on 127.0.0.1 with the same certificate (RSA-2048, TLS ≥ 1.2) and the same ` +
-      `${http.requestBytes}-byte AdmissionReview of the Contour pod; ${http.settings.connections} keep-alive connections; ` +
-      `maximum throughput is an autocannon run of ${http.settings.maxSeconds} s after ${http.settings.warmupSeconds} s of warm-up; ` +
-      `latency at half rate is an open-loop fixed-rate run of ${http.settings.pacedSeconds} s measured from each request's due time. ` +
-      'The baselines parse the review and return a fixed "allowed" answer: `express` (drainguard\'s own HTTP stack, ETag and ' +
-      'X-Powered-By off as in drainguard) and bare `node:https`. `decision-only` is the express baseline answering with ' +
-      "drainguard's decision (`decideAdmission`: mutate plus the patch verification) and nothing else, no logs, no metrics: " +
-      'the ceiling for any server around this decision. Server CPU is user + system time of the server process from ' +
-      '/proc/PID/stat over each run; "busy" is that time over the run\'s wall time (1 = one core). ' +
-      'The load generator runs on the same 2-core machine as the server, so a baseline that outruns it is reported below its real maximum. ' +
-      "Fixed-rate runs use bench/lib/paced-load.ts rather than autocannon's `overallRate`, which sends each connection's whole " +
-      'per-second quota back to back at the start of every second (bursts at full speed, then idle). autocannon reports latency in whole milliseconds.',
+    '### HTTPS admission, four servers in one interleaved run',
     '',
-    'envoy-shutdown runs are the built `dist/envoy-shutdown/envoy-shutdown`, each its own process, against the Envoy admin ' +
-      'simulator (test/support) over a unix socket with one real client connection: start-up is spawn → first admin request ' +
-      'recorded by the simulator; peak RSS is VmHWM from /proc sampled every 10 ms until exit; reaction is the last client ' +
-      'connection closing (count = threshold 0) → process exit, with the close placed at a different point of the 1 s poll cycle ' +
-      'in each run (`--min-drain 0s`).',
+    mdTable(serverTable(http)),
+    '',
+    `Every server is its own process on 127.0.0.1, all running at once, with the same certificate (RSA-2048, TLS ≥ 1.2) and ` +
+      `the same ${http.requestBytes}-byte AdmissionReview of Contour's Envoy pod. Runs are interleaved: ${s.rounds} rounds, and in ` +
+      'each round every server gets one run, in an order rotated from round to round, so load from other work on the machine ' +
+      'spreads over all servers. Maximum throughput is closed loop (autocannon, ' +
+      `${s.connections} keep-alive connections, ${s.maxSeconds} s per round after ${s.warmupSeconds} s of warm-up per server): total answers over total time. ` +
+      `Latency is open loop at fixed rates per replica (${s.rates.join(' and ')} req/s, ${s.pacedSeconds} s per round, bench/lib/paced-load.ts), ` +
+      "measured from each request's due time and pooled over the rounds, so a slow answer also counts in the wait of every request " +
+      "queued behind it (autocannon's own fixed rate is not used: it sends each second's quota in a burst). CPU per request is " +
+      'user + system time of the server process from /proc/PID/stat over the same runs. The load generator runs on the same ' +
+      'machine, so a server that outruns it is reported below its real maximum.',
+    '',
+    `- **${SERVER_LABELS.drainguard}**: \`drainguard serve\` from dist/, as deployed, with its per-admission log line on (to a file).`,
+    `- **${SERVER_LABELS['decision-only']}** (bench/baseline-server.ts): express answering with \`decideAdmission\` and nothing else (no logs, metrics or error mapping): the ceiling for any server around drainguard's decision. It times each decision itself.`,
+    `- **${SERVER_LABELS['express-fixed']}** (bench/baseline-server.ts): the same express stack (ETag and X-Powered-By off, as in drainguard) parsing the review and answering a fixed "allowed".`,
+    `- **${SERVER_LABELS.pepr}** ${http.pepr.version}: a Pepr module adding one annotation to every Pod created, served by Pepr's own admission controller (see "The Pepr peer" below).`,
+    '',
+    '### The decision',
+    '',
+    rowTable(decisionRows(figures), false),
+    '',
+    'Tight loop: one call at a time with warm caches (the first 1,000 calls are not counted), the Contour pod. ' +
+      '"Inside the server": the decision-only server times `decideAdmission` around each request it answers during the runs above; ' +
+      'between requests other work (TLS, HTTP parsing, GC) leaves caches colder, so it costs more than in the tight loop.',
+    '',
+    '### Growth: cost per KiB by kind of content',
+    '',
+    `µs per KiB of review for ${growth.operation}, at each review size, and in brackets JSON.parse of the same body alone (V8's own cost per KiB, ` +
+      'which also rises a little at large sizes as the objects outgrow the caches); verdict: linear when cost/KiB at the largest size is at most ' +
+      `${growth.settings.linearRatio} × cost/KiB at the smallest. CPU time of the thread rather than wall time, so waiting for a core on a busy machine does not count. Each kind runs in its own worker thread with a budget of ${growth.settings.budgetSeconds} s per size; ` +
+      'a kind that runs past it is stopped and reported as super-linear at that size.',
+    '',
+    mdTable(growthTable(growth)),
+    '',
+    ...CONTENT_KINDS.map((kind) => `- \`${kind}\`: ${CONTENT_DESCRIPTIONS[kind]}.`),
+    '',
+    '### envoy-shutdown',
+    '',
+    mdTable([
+      ['figure', 'measured'],
+      ['size on disk (executable + lib)', `${(shutdown.sizeBytes / 1e6).toFixed(1)} MB`],
+      [`install, median/max of ${shutdown.installMs.runs}`, `${shutdown.installMs.median.toFixed(1)}/${shutdown.installMs.max.toFixed(1)} ms`],
+    ]),
+    '',
+    'The built `dist/envoy-shutdown/envoy-shutdown`, each run its own process, against the Envoy admin simulator over a unix ' +
+      'socket with one real client connection: start-up is spawn → first admin request recorded by the simulator; peak RSS is ' +
+      'VmHWM from /proc sampled every 10 ms until exit; reaction is the last client connection closing (count = threshold 0) → ' +
+      'process exit, with the close placed at a different point of the 1 s poll cycle in each run (`--min-drain 0s`). Its goals are in the table above.',
+    '',
+    '### The Pepr peer',
+    '',
+    'Pepr is the TypeScript admission framework a user would pick instead of writing a webhook. Its setup lives in `bench/pepr/` and bench/lib/pepr.ts:',
+    '',
+    `- **The module** (\`bench/pepr/pepr.ts\`, \`bench/pepr/capabilities/annotate.ts\`): one capability, \`When(a.Pod).IsCreated().Mutate(...)\` adding the annotation ` +
+      '`bench.drainguard.io/seen-by: pepr`, the smallest mutation Pepr can express, so what is measured is Pepr itself. ' +
+      "Pepr adds its own status annotation per capability. The only change from Pepr's template is `deferStart` with `start(port)`, Pepr's documented way to choose the port.",
+    `- **Install**: \`bench/pepr/package.json\` pins Pepr ${http.pepr.version} (the registry's \`latest\`; the registry also holds a \`20.0.0\`, not tagged latest, that depends on the libraries of Pepr's 0.x releases such as express 4.18 and kubernetes-fluent-client 1.9) and the peer dependencies Pepr names, at the exact versions it asks for. ` +
+      'The benchmark runs `npm ci --prefix bench/pepr --ignore-scripts` whenever `bench/pepr/node_modules` was not installed from the committed lockfile (it keeps a hash of the lockfile there): pinned, integrity-checked, and no install script runs (esbuild finds its binary in the `@esbuild/linux-x64` package the lockfile names, without its postinstall). ' +
+      "The project's own `npm ci` and `npm test` never install any of it (`tsconfig.json` excludes `bench/pepr`).",
+    "- **Build**: `pepr build` (Pepr's own tooling: tsc, its lint step, esbuild, the deployment manifests) into `bench/pepr/dist/`, rerun when the module's sources change. Nothing in it downloads: its only network step is the optional custom image build (`--registry-info`), not used. Checked once with `strace -f -e trace=connect` over a build, the start-up and an admission: every connection went to 127.0.0.1 (the stub API and Pepr's own port).",
+    "- **Run**: the bundle is started as Pepr's admission Deployment starts it, with its environment (`PEPR_WATCH_MODE=false`, `LOG_LEVEL=info`, `PEPR_PRETTY_LOG=false`), the benchmark's certificate (`SSL_CERT_PATH`, `SSL_KEY_PATH`), the secret path segment of `/mutate/<path>` (`PEPR_API_PATH`) and a kubeconfig pointing at the stub API; its log goes to a file. " +
+      "The Deployment's entry point `pepr/dist/controller.js` is a launcher (it applies the PeprStore CRD, checks the bundle's hash and forks the bundle from fixed `/app` paths); the forked bundle is the process that answers admissions, so the benchmark starts it directly.",
+    "- **The stub Kubernetes API** (bench/lib/kube-api-stub.ts, HTTPS, Bearer token): Pepr binds `/mutate` only once its store is ready. For each of its two PeprStore objects (`pepr-<uuid>-store`, `pepr-<uuid>-schedule` in `pepr-system`) it GETs the object, PATCHes a `pepr.dev-cacheID` label onto it (JSON patch), LISTs it by `fieldSelector` and opens a WATCH from the list's resourceVersion. " +
+      'The stub answers exactly these, as kube-apiserver would (the object, the patched object, a List with a resourceVersion, a watch stream that stays open and silent); anything else gets a 404 Status and is recorded as unexpected.',
+    '',
+    `Calls Pepr made to the stub API in this run (${calls.length}):`,
+    '',
+    calls.length > 0 ? mdTable([['call', 'request', 'status'], ...calls.map((c) => [c.kind, `${c.method} ${c.url}`, String(c.status)])]) : '(none recorded)',
   ].join('\n');
 }
 
 function loadSection(section: SectionEnvelope<LoadReport>): string {
   const { load, rssMB, errors } = section.figures;
   return [
-    '### `npm run bench:load`',
+    '## `npm run bench:load`',
     '',
     `Measured ${conditions(section)}.`,
     '',
@@ -89,7 +151,7 @@ function fuzzSection(section: SectionEnvelope<FuzzReport>): string {
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([cls, row]) => [cls, String(Object.values(row).reduce((a, b) => a + b, 0)), ...statuses.map((s) => String(row[s] ?? ''))]);
   return [
-    '### `npm run bench:fuzz`',
+    '## `npm run bench:fuzz`',
     '',
     `Measured ${conditions(section)}. Seed ${report.seed}.`,
     '',
@@ -104,12 +166,23 @@ function fuzzSection(section: SectionEnvelope<FuzzReport>): string {
 }
 
 function main(): void {
-  const results = readResults(resultsPath(process.argv.includes('--quick')));
-  const parts = ['## Benchmarks', '', 'Reproduce with `npm run bench`, `npm run bench:load` and `npm run bench:fuzz` (figures in `bench/results.json`).'];
+  const quick = process.argv.includes('--quick');
+  const results = readResults(resultsPath(quick));
+  const parts = [
+    '# Benchmarks',
+    '',
+    'Written by `npm run bench:readme` from `bench/results.json`; reproduce with `npm run bench`, `npm run bench:load` and ' +
+      '`npm run bench:fuzz` on an otherwise idle machine (each command rewrites its own section of the results; `npm run bench` takes ' +
+      'about 6 minutes). `npm run bench -- --quick` runs every path with short runs in 1-2 minutes and writes to `.tmp/` instead. ' +
+      'Benchmarks report; they never fail on a timing, and tests never time anything.',
+  ];
   if (results.bench) parts.push('', benchSection(results.bench as SectionEnvelope<BenchFigures>));
   if (results.load) parts.push('', loadSection(results.load as SectionEnvelope<LoadReport>));
   if (results.fuzz) parts.push('', fuzzSection(results.fuzz as SectionEnvelope<FuzzReport>));
-  process.stdout.write(`${parts.join('\n')}\n`);
+  const path = quick ? repoPath('.tmp', 'benchmarks.quick.md') : repoPath('docs', 'benchmarks.md');
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${parts.join('\n')}\n`);
+  process.stdout.write(`written to ${path}\n`);
 }
 
 main();

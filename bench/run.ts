@@ -1,38 +1,48 @@
 /**
- * `npm run bench`: mutate(), HTTPS admission against the baselines, envoy-shutdown. Progress on stderr,
- * the table on stdout, every figure into bench/results.json (section `bench`).
+ * `npm run bench`: the decision in a tight loop, the growth check, HTTPS admission (drainguard, the
+ * decision-only reference, the express fixed answer and Pepr in one interleaved run), envoy-shutdown.
+ * Progress on stderr, the tables on stdout, every figure into bench/results.json (section `bench`),
+ * with the machine's load average at start and end.
  *
- *   npm run bench               full run (~3 minutes; run it on an otherwise idle machine)
- *   npm run bench -- --quick    smoke run with short durations, written to .tmp/ instead
+ *   npm run bench               full run (about 6 minutes; run it on an otherwise idle machine)
+ *   npm run bench -- --quick    every path with short runs (1-2 minutes), written to .tmp/ instead
  */
-import { benchHttp, DEFAULT_HTTP_SETTINGS } from './http';
-import { metLabel, reportRows, type BenchFigures } from './lib/goals';
+import { benchGrowth, DEFAULT_GROWTH_SETTINGS, QUICK_GROWTH_SETTINGS } from './growth';
+import { benchHttp, DEFAULT_HTTP_SETTINGS, QUICK_HTTP_SETTINGS } from './http';
+import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
 import { beginSection, progress } from './lib/results';
 import { table } from './lib/stats';
 import { createBenchCertificates } from './lib/tls';
-import { benchMutate } from './mutate';
 import { benchShutdown } from './shutdown';
+import { benchTightLoop } from './tight-loop';
+
+const rowTable = (rows: ReportRow[]) => table([['figure', 'value', 'goal', ''], ...rows.map((r) => [r.figure, r.value, r.goal, metLabel(r)])]);
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const section = beginSection('bench', 'npm run bench', quick);
 
-  const mutate = benchMutate(progress);
+  const tightLoop = benchTightLoop(progress, quick);
+  const growth = await benchGrowth(progress, quick ? QUICK_GROWTH_SETTINGS : DEFAULT_GROWTH_SETTINGS);
   const certs = createBenchCertificates();
   let figures: BenchFigures;
   try {
-    const http = await benchHttp(certs, progress, quick ? { connections: 8, warmupSeconds: 1, maxSeconds: 3, pacedSeconds: 3 } : DEFAULT_HTTP_SETTINGS);
+    const http = await benchHttp(certs, progress, quick ? QUICK_HTTP_SETTINGS : DEFAULT_HTTP_SETTINGS);
     const shutdown = await benchShutdown(progress, quick ? 2 : 7, quick ? 3 : 10);
-    figures = { mutate, http, shutdown };
+    figures = { tightLoop, growth, http, shutdown };
   } finally {
     certs.remove();
   }
 
   const { path, envelope } = section.finish(figures);
-  const rows = reportRows(figures);
-  process.stdout.write(`${table([['figure', 'value', 'goal', ''], ...rows.map((r) => [r.figure, r.value, r.goal, metLabel(r)])])}\n`);
   process.stdout.write(
-    `\nload average ${envelope.loadAverageAtStart.oneMinute} → ${envelope.loadAverageAtEnd.oneMinute} (1 min, ${envelope.machine.cores} cores); written to ${path}\n`,
+    [
+      rowTable(goalRows(figures)),
+      table(serverTable(figures.http)),
+      rowTable(decisionRows(figures)),
+      table(growthTable(figures.growth)),
+      `load average (1 min) ${envelope.loadAverageAtStart.oneMinute} at start, ${envelope.loadAverageAtEnd.oneMinute} at end (${envelope.machine.cores} cores); written to ${path}`,
+    ].join('\n\n') + '\n',
   );
 }
 

@@ -48,7 +48,18 @@ export interface PacedLoadResult {
 /** How often the pacer wakes up; requests that fell due in between are sent together. */
 const TICK_MS = 1;
 
+/** A paced run's summary and its raw latencies (ms, in answer order), e.g. to pool several runs. */
+export interface PacedLoadSamples {
+  result: PacedLoadResult;
+  latencies: number[];
+  serviceLatencies: number[];
+}
+
 export async function pacedLoad(options: PacedLoadOptions): Promise<PacedLoadResult> {
+  return (await pacedLoadWithSamples(options)).result;
+}
+
+export async function pacedLoadWithSamples(options: PacedLoadOptions): Promise<PacedLoadSamples> {
   const { ratePerSecond, durationSeconds } = options;
   const client = createHttpsClient(options.target, options.connections);
   const total = Math.round(ratePerSecond * durationSeconds);
@@ -95,7 +106,7 @@ export async function pacedLoad(options: PacedLoadOptions): Promise<PacedLoadRes
   client.close();
 
   const answered = latencies.length;
-  return {
+  const result: PacedLoadResult = {
     ratePerSecond,
     durationSeconds,
     connections: options.connections,
@@ -111,4 +122,5 @@ export async function pacedLoad(options: PacedLoadOptions): Promise<PacedLoadRes
     serviceLatencyP50Ms: answered > 0 ? quantile(serviceLatencies, 0.5) : NaN,
     serviceLatencyP99Ms: answered > 0 ? quantile(serviceLatencies, 0.99) : NaN,
   };
+  return { result, latencies, serviceLatencies };
 }

@@ -1,17 +1,44 @@
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import type { Container, Pod } from '../../src/mutate/k8s';
-import { fixturePods } from '../../test/integration/server/webhook-test-kit';
-import { repoPath } from '../../test/support/build';
+/**
+ * The pods benchmarks send, read from the repository's fixture manifests as data (YAML files, not test
+ * code: bench/ imports nothing from test/).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { parse, parseAllDocuments } from 'yaml';
+import type { Container, Pod } from '../../src/mutate';
+import { repoPath } from './repo';
 
 export { repoPath };
 
+const CONTOUR_MAIN = repoPath('test', 'fixtures', 'contour', '03-envoy-main.yaml');
+
 /** The pod of Contour's upstream Envoy DaemonSet (the fixture every benchmark starts from). */
 export function contourPod(): Pod {
-  const daemonSet = parse(
-    readFileSync(repoPath('test', 'fixtures', 'contour', '03-envoy-main.yaml'), 'utf8'),
-  ) as { spec: { template: Pod } };
+  const daemonSet = parse(readFileSync(CONTOUR_MAIN, 'utf8')) as { spec: { template: Pod } };
   return { apiVersion: 'v1', kind: 'Pod', ...structuredClone(daemonSet.spec.template) };
+}
+
+/**
+ * Every fixture pod: the Pod documents of test/fixtures/pods/*.yaml, then the pod template of each
+ * DaemonSet in test/fixtures/contour/*.yaml (named and namespaced as its controller would create it).
+ */
+export function fixturePods(): { name: string; pod: Pod }[] {
+  const documents = (directory: string) =>
+    readdirSync(repoPath(directory))
+      .filter((file) => file.endsWith('.yaml'))
+      .sort()
+      .flatMap((file) => parseAllDocuments(readFileSync(repoPath(directory, file), 'utf8')).map((doc) => ({ file, object: doc.toJS() as unknown })));
+  const pods: { name: string; pod: Pod }[] = [];
+  for (const { file, object } of documents('test/fixtures/pods')) {
+    if ((object as Pod | null)?.kind === 'Pod') pods.push({ name: file, pod: object as Pod });
+  }
+  for (const { file, object } of documents('test/fixtures/contour')) {
+    const daemonSet = object as { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: { template?: Pod } } | null;
+    const template = daemonSet?.kind === 'DaemonSet' ? daemonSet.spec?.template : undefined;
+    if (!template) continue;
+    const metadata = { ...template.metadata, generateName: `${daemonSet?.metadata?.name}-`, namespace: daemonSet?.metadata?.namespace ?? 'default' };
+    pods.push({ name: `contour/${file}`, pod: { apiVersion: 'v1', kind: 'Pod', ...template, metadata } });
+  }
+  return pods;
 }
 
 /**
@@ -34,5 +61,3 @@ export function inflatedPod(targetBytes: number): Pod {
   }
   return pod;
 }
-
-export { fixturePods };

@@ -1,25 +1,39 @@
 /**
- * The HTTPS servers benchmarks send AdmissionReviews to, each its own process on loopback: the real
- * `drainguard serve` (built dist/, exactly as deployed) and the servers of bench/baseline-server.ts (the
- * two baselines, and `decision-only`, the express baseline answering with drainguard's decision).
+ * The HTTPS servers the benchmarks send AdmissionReviews to, each its own process on loopback with the
+ * same certificate: the real `drainguard serve` (built dist/, exactly as deployed, per-admission log line
+ * on), the reference servers of bench/baseline-server.ts, and Pepr's admission controller (lib/pepr.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoPath } from './pods';
+import { startPepr } from './pepr';
+import type { StubCall } from './kube-api-stub';
 import { discardOutput, spawnTracked, stopProcess, waitForFileLine, waitForLine } from './processes';
+import { repoPath } from './repo';
 import type { BenchCertificates } from './tls';
 
-export type ServerKind = 'drainguard' | 'decision-only' | 'baseline-express' | 'baseline-node';
+export type ServerKind = 'drainguard' | 'decision-only' | 'express-fixed' | 'pepr';
+
+/** How each server is named in reports. */
+export const SERVER_LABELS: Record<ServerKind, string> = {
+  drainguard: 'drainguard',
+  'decision-only': 'decision-only reference',
+  'express-fixed': 'express fixed answer',
+  pepr: 'Pepr',
+};
 
 export interface RunningServer {
   kind: ServerKind;
   port: number;
   pid: number;
   child: ChildProcess;
-  /** drainguard only: the file its JSON log lines go to. */
+  /** Where AdmissionReviews are POSTed. */
+  path: string;
+  /** drainguard and Pepr: the file their JSON log lines go to. */
   logPath?: string;
+  /** Pepr only: the calls its controller made to the stub Kubernetes API so far. */
+  apiCalls?: StubCall[];
   stop(): Promise<void>;
 }
 
@@ -54,12 +68,18 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
   const port = await waitForFileLine(child, logPath, (line) => {
     const entry = parseJsonLine(line);
     return entry?.msg === 'listening' && typeof entry.port === 'number' ? entry.port : undefined;
-  }).catch((error: unknown) => {
+  }).catch(async (error: unknown) => {
+    await stopProcess(child);
     rmSync(logDirectory, { recursive: true, force: true });
     throw error;
   });
+  discardOutput(child);
   return {
-    ...running('drainguard', port, child),
+    kind: 'drainguard',
+    port,
+    pid: child.pid as number,
+    child,
+    path: '/mutate',
     logPath,
     stop: async () => {
       await stopProcess(child);
@@ -68,7 +88,7 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
   };
 }
 
-export async function startBaseline(flavour: 'express' | 'node' | 'decision', certs: BenchCertificates): Promise<RunningServer> {
+async function startReference(flavour: 'express' | 'decision', certs: BenchCertificates): Promise<RunningServer> {
   // Compiled next to this file's directory: bench/lib/servers.js → bench/baseline-server.js.
   const child = spawnTracked(process.execPath, [
     join(__dirname, '..', 'baseline-server.js'),
@@ -81,28 +101,36 @@ export async function startBaseline(flavour: 'express' | 'node' | 'decision', ce
     const match = /^listening (\d+)$/.exec(line);
     return match ? Number(match[1]) : undefined;
   });
-  return running(flavour === 'decision' ? 'decision-only' : `baseline-${flavour}`, port, child);
+  discardOutput(child);
+  const kind = flavour === 'decision' ? 'decision-only' : 'express-fixed';
+  return { kind, port, pid: child.pid as number, child, path: '/mutate', stop: () => stopProcess(child) };
 }
 
-export function startServer(kind: ServerKind, certs: BenchCertificates): Promise<RunningServer> {
+export async function startServer(kind: ServerKind, certs: BenchCertificates, progress: (line: string) => void): Promise<RunningServer> {
   switch (kind) {
     case 'drainguard':
       return startDrainguard(certs);
     case 'decision-only':
-      return startBaseline('decision', certs);
-    case 'baseline-express':
-      return startBaseline('express', certs);
-    case 'baseline-node':
-      return startBaseline('node', certs);
+      return startReference('decision', certs);
+    case 'express-fixed':
+      return startReference('express', certs);
+    case 'pepr': {
+      const pepr = await startPepr(certs, progress);
+      return {
+        kind,
+        port: pepr.port,
+        pid: pepr.pid,
+        child: pepr.child,
+        path: `/mutate/${pepr.apiPath}`,
+        logPath: pepr.logPath,
+        apiCalls: pepr.stub.calls,
+        stop: pepr.stop,
+      };
+    }
   }
 }
 
-function running(kind: ServerKind, port: number, child: ChildProcess): RunningServer {
-  discardOutput(child);
-  return { kind, port, pid: child.pid as number, child, stop: () => stopProcess(child) };
-}
-
-function parseJsonLine(line: string): Record<string, unknown> | undefined {
+export function parseJsonLine(line: string): Record<string, unknown> | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     return JSON.parse(line) as Record<string, unknown>;
