@@ -30,6 +30,12 @@ function declaredLength(req: IncomingMessage): number | undefined {
 /** The whole body, at most `limit` bytes; rejects with a 413 as soon as more arrives. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // A client that left while its request waited for a slot: its 'close' has already been emitted and
+    // no 'data' or 'end' will ever come, so waiting for them would hold the slot for good.
+    if (req.destroyed || req.socket.destroyed) {
+      reject(new HttpError(400, 'request body was aborted by the client'));
+      return;
+    }
     const declared = declaredLength(req);
     // Exactly the declared size, outside Node's shared pool: the buffer owns its ArrayBuffer.
     let body = Buffer.allocUnsafeSlow(declared ?? Math.min(limit, 64 * 1024));

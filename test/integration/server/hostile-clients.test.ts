@@ -238,4 +238,32 @@ describe('admission slots', () => {
     expect((await stuck).json).toMatchObject({ response: { uid: 'stuck-uid', allowed: true } });
     expect((await waiting).json).toMatchObject({ response: { uid: 'waiting-uid', allowed: true, patchType: 'JSONPatch' } });
   });
+
+  test('a client that goes away while its review waits for a slot gives the slot back', async () => {
+    const core = join(directory.path, 'slow-core-2.cjs');
+    const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
+    writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
+    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000 });
+    const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
+    const metric = async (name: string) => {
+      const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
+      return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics.text)?.[1]);
+    };
+
+    const stuck = send(review('stuck-uid', 'stuck'));
+    await eventually('the stuck review to hold the slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
+    // A whole request written on its own connection, which then closes before it is answered.
+    const body = review('gone-uid');
+    const leaving = tlsConnect(port);
+    await once(leaving, 'secureConnect');
+    leaving.write(`POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    await eventually('the review to wait for the slot', async () => ((await metric('drainguard_admissions_waiting')) === 1 ? true : undefined));
+    leaving.destroy();
+
+    await stuck;
+    // The slot the departed client was given must come back: the next review is answered.
+    const next = await send(review('next-uid'));
+    expect(next.json).toMatchObject({ response: { uid: 'next-uid', allowed: true, patchType: 'JSONPatch' } });
+    await eventually('no admission left holding a slot', async () => ((await metric('drainguard_admissions_in_progress')) === 0 ? true : undefined));
+  }, 20_000);
 });
