@@ -6,9 +6,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { decideAdmission, type MutateFunction } from '../admission/decide';
-import { HttpError } from './http-error';
-import { parseJsonBody } from './json-body';
+import { decideBody, loadCoreModule } from './decide-body';
 import type { AnsweredMessage, DecideMessage, DecisionWorkerData, ParsedMessage } from './decision-protocol';
 
 const { config, coreModule } = workerData as DecisionWorkerData;
@@ -26,7 +24,7 @@ try {
 } catch {
   // Not Linux, or not permitted: normal priority.
 }
-const core = coreModule ? ((require(coreModule) as { mutate: MutateFunction }).mutate) : undefined;
+const core = loadCoreModule(coreModule);
 
 function envelope(review: unknown): ParsedMessage['review'] {
   if (typeof review !== 'object' || review === null) return undefined;
@@ -36,16 +34,10 @@ function envelope(review: unknown): ParsedMessage['review'] {
 }
 
 function answer(message: DecideMessage): AnsweredMessage {
-  let review: unknown;
-  try {
-    review = parseJsonBody(Buffer.from(message.body));
-  } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    return { id: message.id, kind: 'answered', httpStatus: error.status, text: JSON.stringify({ error: error.message }), outcome: undefined };
-  }
-  parentPort!.postMessage({ id: message.id, kind: 'parsed', review: envelope(review) } satisfies ParsedMessage);
-  const decision = core ? decideAdmission(review, config, core) : decideAdmission(review, config);
-  return { id: message.id, kind: 'answered', httpStatus: decision.httpStatus, text: JSON.stringify(decision.body), outcome: decision.outcome };
+  const decided = decideBody(Buffer.from(message.body), config, core, (review) =>
+    parentPort!.postMessage({ id: message.id, kind: 'parsed', review: envelope(review) } satisfies ParsedMessage),
+  );
+  return { id: message.id, kind: 'answered', ...decided };
 }
 
 parentPort!.on('message', (message: DecideMessage) => {

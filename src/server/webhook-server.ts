@@ -16,6 +16,7 @@ import { checkKeyPair } from '../certs/inspect';
 import { AdmissionLimiter } from './admission-limiter';
 import { createWebhookApp } from './app';
 import { DecisionPool } from './decision-pool';
+import { decideBody, loadCoreModule } from './decide-body';
 import { WebhookMetrics } from './metrics';
 import { admissionLimits, type AdmissionLimits } from './sizing';
 
@@ -42,8 +43,10 @@ export interface WebhookServerOptions {
   handshakeTimeoutMs?: number;
   /** A decision still running after this long is abandoned and answered as drainguard's failure. */
   decisionTimeoutMs?: number;
-  /** A CommonJS module whose `mutate` replaces the core in the decision workers (tests only). */
+  /** A CommonJS module whose `mutate` replaces the core (tests only). */
   coreModule?: string;
+  /** Reviews up to this many bytes are decided on the main thread; larger ones in a decision worker. */
+  inlineDecisionMaxBytes?: number;
   now?: () => Date;
 }
 
@@ -68,6 +71,14 @@ export const TLS_CIPHERS = [
 const TLS_SETTINGS = { minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, honorCipherOrder: true } as const;
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * The largest review decided on the main thread. The decision costs about 20–50 µs per KiB of review
+ * (linear: `npm run bench` checks it), so one this size holds the event loop for a few milliseconds at
+ * most, while handing a review to a worker and back costs about 200 µs of CPU, more than the decision
+ * of an ordinary pod (a Contour pod's review is 3 KiB). Larger reviews go to a decision worker, where
+ * they cannot stall `/healthz` or other clients and run under a heap limit and a deadline.
+ */
+export const INLINE_DECISION_MAX_BYTES = 64 * 1024;
 export const DEFAULT_DECISION_TIMEOUT_MS = 10_000;
 
 /**
@@ -120,6 +131,8 @@ export class WebhookServer {
       timeoutMs: options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
       ...(options.coreModule ? { coreModule: options.coreModule } : {}),
     });
+    const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
+    const core = loadCoreModule(options.coreModule);
     const app = createWebhookApp({
       metrics: this.metrics,
       logger,
@@ -127,7 +140,7 @@ export class WebhookServer {
       isDraining: () => this.shuttingDown,
       bodyLimitBytes: this.limits.bodyLimitBytes,
       limiter: new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit),
-      decide: (body) => this.pool.decide(body),
+      decide: (body) => (body.length <= inlineMaxBytes ? Promise.resolve(decideBody(body, options.config, core)) : this.pool.decide(body)),
     });
     this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, app);
     // Bound slow clients: the API server's own webhook timeout is at most 30 s.

@@ -217,7 +217,7 @@ describe('admission slots', () => {
     const core = join(directory.path, 'slow-core.cjs');
     const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
     writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
-    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000 });
+    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
     const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
     const metric = async (name: string) => {
       const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
@@ -243,7 +243,7 @@ describe('admission slots', () => {
     const core = join(directory.path, 'slow-core-2.cjs');
     const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
     writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
-    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000 });
+    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
     const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
     const metric = async (name: string) => {
       const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });

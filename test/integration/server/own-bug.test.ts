@@ -40,7 +40,12 @@ const CORES = {
 let server: WebhookServer | undefined;
 const logs: Record<string, unknown>[] = [];
 
-async function start(core: string): Promise<WebhookServer> {
+/**
+ * `inline`: decide small reviews on the main thread, as the server does by default. Otherwise every
+ * review goes to a decision worker, whatever its size: the tests of a decision that never finishes or
+ * runs out of memory are about the worker's isolation.
+ */
+async function start(core: string, inline = false): Promise<WebhookServer> {
   logs.length = 0;
   server = await WebhookServer.start({
     host: '127.0.0.1',
@@ -53,6 +58,7 @@ async function start(core: string): Promise<WebhookServer> {
     // One worker: a failed one must be replaced before anything else can be answered.
     limits: { concurrency: 1 },
     decisionTimeoutMs: 1000,
+    ...(inline ? {} : { inlineDecisionMaxBytes: 0 }),
   });
   return server;
 }
@@ -65,8 +71,11 @@ afterAll(() => directory.remove());
 
 const reviewOf = (name: string, uid: string) => JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, name } }, { uid }));
 
-test('a PatchVerificationError is answered 200 allowed without a patch, logged with the uid, counted', async () => {
-  const { port } = (await start(CORES.throws)).address();
+test.each([
+  ['in a decision worker', false],
+  ['on the main thread', true],
+])('a PatchVerificationError (%s) is answered 200 allowed without a patch, logged with the uid, counted', async (_where, inline) => {
+  const { port } = (await start(CORES.throws, inline)).address();
   const uid = '0c1d2e3f-aaaa-4bbb-8ccc-000000000042';
   const result = await httpsRequest({ port, body: JSON.stringify(admissionReview(pod, { uid })) });
   expect(result.status).toBe(200);
