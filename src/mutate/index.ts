@@ -16,7 +16,7 @@ import { findEnvoy } from './envoy/detect';
 import type { Container, Pod } from './k8s';
 import { podShapeProblems } from './k8s/shape';
 import { verifyPatch } from './patch/verify';
-import { Annotations, INJECT_FORM, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
+import { Annotations, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
 import { makePlan } from './plan/plan';
 import { shutdownTimeline } from './plan/timeline';
 import type { MutationResult } from './result';
@@ -47,29 +47,35 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   const problems = podShapeProblems(pod);
   if (problems.length > 0) return { status: 'invalid', problems, patch: [], warnings: [] };
   const annotations = pod.metadata?.annotations ?? {};
-  const inject = annotations[Annotations.inject];
-  if (inject !== undefined && inject !== 'enabled') {
-    return { status: 'denied', message: invalidAnnotationMessage(Annotations.inject, String(inject), INJECT_FORM), patch: [], warnings: [] };
-  }
+  const reading = readOverrides(annotations);
+  const denied = (annotationProblems: readonly string[]): MutationResult => ({
+    status: 'denied',
+    message: annotationProblems.join('; '),
+    patch: [],
+    warnings: reading.warnings,
+  });
+  // drainguard.io/inject and drainguard.io/envoy-container decide whether drainguard acts at all: an
+  // invalid one denies even a pod drainguard would otherwise skip.
+  const decidesScope = (key: string) => reading.problems.some((problem) => problem.startsWith(`annotation ${key}:`));
+  const scopeInvalid = decidesScope(Annotations.inject) || decidesScope(Annotations.envoyContainer);
   if (!Array.isArray(pod.spec?.containers) || pod.spec.containers.length === 0) {
-    return { status: 'skipped', reason: 'no-containers', patch: [], warnings: [] };
+    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'no-containers', patch: [], warnings: [] };
   }
 
-  const envoyOverride = annotations[Annotations.envoyContainer];
+  const envoyOverride = reading.overrides.envoyContainer;
   const detection = findEnvoy(pod, config, envoyOverride);
   if (!detection.found && detection.missingOverride !== undefined) {
     const names = pod.spec.containers.map((c) => quoteValue(c.name)).join(', ');
-    return {
-      status: 'denied',
-      message: invalidAnnotationMessage(Annotations.envoyContainer, detection.missingOverride, `the name of one of the pod's containers (${names})`),
-      patch: [],
-      warnings: [],
-    };
+    return denied([
+      ...reading.problems,
+      invalidAnnotationMessage(Annotations.envoyContainer, detection.missingOverride, `the name of one of the pod's containers (${names})`),
+    ]);
   }
-  if (!detection.found) return { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] };
-
-  const reading = readOverrides(annotations);
-  if (!reading.ok) return { status: 'denied', message: reading.message, patch: [], warnings: reading.warnings };
+  if (!detection.found) {
+    // The other overrides of a pod without Envoy would change nothing: they do not deny it.
+    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] };
+  }
+  if (reading.problems.length > 0) return denied(reading.problems);
 
   const plan = makePlan(pod, config, reading.overrides, detection.index);
   const envoy = pod.spec.containers[detection.index] as Container;
