@@ -3,8 +3,8 @@ import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './r
 
 /**
  * `drainguard inject --explain`: for each workload, the shutdown plan drainguard computed for its pods
- * as an aligned table, so an operator can check the numbers (does the liveness budget outlast the grace
- * period? is the deadline inside it?) before applying anything.
+ * as an aligned table, so an operator can check the numbers (is the deadline inside the grace period?
+ * where did each drain value come from?) before applying anything.
  */
 
 const SKIP_REASONS: Readonly<Record<string, string>> = {
@@ -20,10 +20,10 @@ const GRACE_PERIOD_SOURCES: Readonly<Record<ShutdownTimeline['gracePeriodSource'
   floor: 'raised to the configured grace period floor',
 };
 
-const LIVENESS_SOURCES: Readonly<Record<ShutdownTimeline['livenessSource'], string>> = {
+const PROBE_SOURCES: Readonly<Record<ShutdownTimeline['livenessSource'], string>> = {
   drainguard: 'probe added by drainguard',
   user: "the workload's own probe",
-  none: 'no liveness probe',
+  none: 'no probe',
 };
 
 export function formatExplanation(workloads: readonly WorkloadReport[]): string {
@@ -56,23 +56,29 @@ function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
     ['drain delay', seconds(timeline.drainDelaySeconds), 'wait before failing health checks'],
     ['minimum drain', seconds(timeline.minDrainSeconds), 'never finish the drain earlier'],
     ['deadline', seconds(timeline.deadlineSeconds), `preStop --deadline: grace period - ${seconds(margin)}`],
-    ['liveness budget', livenessBudget(timeline), livenessNote(timeline)],
+    ['liveness budget', budget(timeline.livenessBudgetSeconds), livenessNote(timeline)],
+    ['startup budget', budget(timeline.startupBudgetSeconds ?? null), startupNote(timeline)],
     ['admin address', timeline.adminAddress, ''],
     ['min connections', String(timeline.minConnections), 'drain done at or below this many connections'],
   ];
 }
 
-function livenessBudget(timeline: ShutdownTimeline): string {
-  return timeline.livenessBudgetSeconds === null ? 'none' : seconds(timeline.livenessBudgetSeconds);
+function budget(value: number | null): string {
+  return value === null ? 'none' : seconds(value);
 }
 
+// The kubelet stops liveness and startup probes before it runs preStop (docs/design.md, "The liveness
+// probe"): the budget says how soon a stuck running Envoy is restarted, never whether a drain is cut short.
 function livenessNote(timeline: ShutdownTimeline): string {
-  const source = LIVENESS_SOURCES[timeline.livenessSource];
+  const source = PROBE_SOURCES[timeline.livenessSource];
   if (timeline.livenessBudgetSeconds === null) return source;
-  const lead = timeline.livenessBudgetSeconds - timeline.gracePeriodSeconds;
-  return lead > 0
-    ? `${source}; outlasts the grace period by ${seconds(lead)}`
-    : `${source}; ${seconds(-lead)} SHORTER than the grace period: it can restart Envoy mid-drain`;
+  return `${source}; restarts a stuck Envoy after this long; stopped while the pod terminates`;
+}
+
+function startupNote(timeline: ShutdownTimeline): string {
+  const source = PROBE_SOURCES[timeline.startupSource ?? 'none'];
+  if (timeline.startupBudgetSeconds === undefined || timeline.startupBudgetSeconds === null) return source;
+  return `${source}; time Envoy may take to become ready before the liveness probe counts`;
 }
 
 function seconds(value: number): string {

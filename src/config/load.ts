@@ -46,6 +46,8 @@ const repositories: Check = (v) =>
 
 const requests: Schema<Config['requests']['envoy']> = { cpu: quantity, memory: quantity };
 const HOUR = 3600;
+/** Probe thresholds: an hour of failures at the shortest period is plenty, and far inside int32. */
+const MAX_PROBE_FAILURES = 3600;
 
 const SCHEMA: Schema<Config> = {
   envoyContainerName: dnsLabel,
@@ -66,7 +68,8 @@ const SCHEMA: Schema<Config> = {
   liveness: {
     periodSeconds: integer(1, HOUR),
     timeoutSeconds: integer(1, HOUR),
-    marginSeconds: integer(0, HOUR),
+    failureThreshold: integer(1, MAX_PROBE_FAILURES),
+    startupFailureThreshold: integer(1, MAX_PROBE_FAILURES),
     terminationGracePeriodSeconds: integer(1, HOUR),
   },
   drain: {

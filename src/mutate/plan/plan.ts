@@ -12,7 +12,7 @@ import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports'
 import type { Container, Pod } from '../k8s';
 import type { PathSegment } from '../patch/builder';
 import type { Overrides } from './annotations';
-import { desiredLivenessProbe, type DesiredProbe } from './liveness';
+import { desiredProbes, type DesiredProbes } from './liveness';
 import { drainTiming, gracePeriod, type DrainTiming, type GracePeriod } from './timing';
 
 /** Where the drain program is installed and the preStop command that runs it. */
@@ -32,8 +32,8 @@ export interface Plan {
   readonly timing: DrainTiming;
   readonly admin: ResolvedAdmin;
   readonly preStopKind: PreStopKind;
-  /** The probe Envoy gets when it has none (or why it gets none). */
-  readonly liveness: DesiredProbe;
+  /** The liveness (and startup) probe Envoy gets when it has no liveness probe (or why it gets none). */
+  readonly probes: DesiredProbes;
   /** Listener ports the drain does not count (probe and metrics traffic). */
   readonly excludedListenerPorts: readonly number[];
   /**
@@ -99,7 +99,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     timing,
     admin,
     preStopKind,
-    liveness: desiredLivenessProbe(envoy, admin, grace.effectiveSeconds, config),
+    probes: desiredProbes(envoy, admin, config),
     excludedListenerPorts: excluded,
     drain,
     warnings,

@@ -1,8 +1,8 @@
 /** The shutdown plan as `inject --explain` and logs show it, read from the plan and the resulting Envoy. */
 import type { AdminAddressSource } from '../envoy/admin';
-import type { Container } from '../k8s';
+import type { Container, Probe } from '../k8s';
 import { jsonEqual } from '../patch/json';
-import { livenessBudgetSeconds } from './liveness';
+import { probeBudgetSeconds } from './liveness';
 import type { Plan } from './plan';
 
 export type { AdminAddressSource };
@@ -18,9 +18,12 @@ export interface ShutdownTimeline {
   deadlineSeconds: number;
   minConnections: number;
   adminAddress: string;
-  /** initialDelaySeconds + periodSeconds × failureThreshold of Envoy's liveness probe, if any. */
+  /**
+   * periodSeconds × failureThreshold of Envoy's liveness probe, if any: how long a stuck running Envoy
+   * lasts before the kubelet restarts it (initialDelaySeconds only delays the first probe).
+   */
   livenessBudgetSeconds: number | null;
-  livenessSource: 'drainguard' | 'user' | 'none';
+  livenessSource: ProbeSource;
   // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
   // optional only so that code building a timeline by hand keeps compiling.
   /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
@@ -29,14 +32,24 @@ export interface ShutdownTimeline {
   excludedListenerPorts?: number[];
   /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
   drainInstalled?: boolean;
+  /** periodSeconds × failureThreshold of Envoy's startup probe, if any: how long Envoy may take to become ready. */
+  startupBudgetSeconds?: number | null;
+  startupSource?: ProbeSource;
+}
+
+/** Who wrote a probe Envoy ends up with. */
+export type ProbeSource = 'drainguard' | 'user' | 'none';
+
+function probeSource(probe: Probe | undefined, planned: Probe | undefined): ProbeSource {
+  if (probe === undefined) return 'none';
+  return planned !== undefined && jsonEqual(planned, probe) ? 'drainguard' : 'user';
 }
 
 /** The timeline of `plan`, with the liveness probe as `envoy` (the resulting Envoy) has it. */
 export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline {
-  const { grace, timing, admin, liveness } = plan;
-  const probe = envoy.livenessProbe;
-  let livenessSource: ShutdownTimeline['livenessSource'] = 'none';
-  if (probe !== undefined) livenessSource = 'probe' in liveness && jsonEqual(liveness.probe, probe) ? 'drainguard' : 'user';
+  const { grace, timing, admin, probes } = plan;
+  const planned = 'skipped' in probes ? undefined : probes;
+  const { livenessProbe, startupProbe } = envoy;
   return {
     gracePeriodSeconds: grace.effectiveSeconds,
     gracePeriodSource: grace.source,
@@ -45,10 +58,13 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     deadlineSeconds: timing.deadlineSeconds,
     minConnections: timing.minConnections,
     adminAddress: admin.address.text,
-    livenessBudgetSeconds: probe === undefined ? null : livenessBudgetSeconds(probe),
-    livenessSource,
+    livenessBudgetSeconds: livenessProbe === undefined ? null : probeBudgetSeconds(livenessProbe),
+    // drainguard's own probe is recognised on a second pass too: the plan is the same.
+    livenessSource: probeSource(livenessProbe, planned?.liveness),
     adminAddressSource: admin.source,
     excludedListenerPorts: [...plan.excludedListenerPorts],
     drainInstalled: plan.drain !== undefined,
+    startupBudgetSeconds: startupProbe === undefined ? null : probeBudgetSeconds(startupProbe),
+    startupSource: probeSource(startupProbe, planned?.startup),
   };
 }

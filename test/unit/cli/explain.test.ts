@@ -20,7 +20,8 @@ describe('formatExplanation', () => {
         '  drain delay       0s                       wait before failing health checks',
         '  minimum drain     5s                       never finish the drain earlier',
         '  deadline          290s                     preStop --deadline: grace period - 10s',
-        '  liveness budget   340s                     probe added by drainguard; outlasts the grace period by 40s',
+        '  liveness budget   60s                      probe added by drainguard; restarts a stuck Envoy after this long; stopped while the pod terminates',
+        '  startup budget    300s                     probe added by drainguard; time Envoy may take to become ready before the liveness probe counts',
         '  admin address     unix:/admin/admin.sock',
         '  min connections   0                        drain done at or below this many connections',
         '  warnings:',
@@ -30,19 +31,20 @@ describe('formatExplanation', () => {
     );
   });
 
-  test("a user's liveness probe shorter than the grace period is called out; a missing one says so", () => {
-    const short: WorkloadReport = {
+  test("a workload's own liveness probe is reported with its real budget; a missing one says so", () => {
+    const own: WorkloadReport = {
       ...at,
-      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user' } },
+      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user', startupBudgetSeconds: null, startupSource: 'none' } },
     };
-    const text = formatExplanation([short]);
+    const text = formatExplanation([own]);
     expect(text).toContain('unchanged (already injected by this drainguard version)');
-    expect(text).toMatch(/liveness budget +33s +the workload's own probe; 267s SHORTER than the grace period/);
+    expect(text).toMatch(/liveness budget +33s +the workload's own probe; restarts a stuck Envoy after this long; stopped while the pod terminates\n/);
+    expect(text).toMatch(/startup budget +none +no probe\n/);
     expect(text).toContain('  warnings: none\n');
     const none = formatExplanation([
       { ...at, outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: null, livenessSource: 'none', gracePeriodSource: 'kubernetes-default', gracePeriodSeconds: 30 } } },
     ]);
-    expect(none).toMatch(/liveness budget +none +no liveness probe\n/);
+    expect(none).toMatch(/liveness budget +none +no probe\n/);
     expect(none).toMatch(/grace period +30s +not set: the Kubernetes default\n/);
   });
 

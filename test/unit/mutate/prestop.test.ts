@@ -33,9 +33,9 @@ describe('an unrecognised user preStop', () => {
     expect(result.actions).not.toContain('sidecar-removed');
   });
 
-  test('the rest still applies: requests (sidecar included), liveness, safe-to-evict, status', () => {
+  test('the rest still applies: requests (sidecar included), liveness and startup probes, safe-to-evict, status', () => {
     expect(container(after, 'shutdown-manager').resources?.requests).toEqual(defaultConfig().requests.sidecar);
-    expect(result.actions).toEqual(['resource-requests', 'liveness-probe', 'safe-to-evict', 'status']);
+    expect(result.actions).toEqual(['resource-requests', 'liveness-probe', 'startup-probe', 'safe-to-evict', 'status']);
   });
 });
 
