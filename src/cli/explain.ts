@@ -58,7 +58,7 @@ function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
     ['deadline', seconds(timeline.deadlineSeconds), `preStop --deadline: grace period - ${seconds(margin)}`],
     ['liveness budget', budget(timeline.livenessBudgetSeconds), livenessNote(timeline)],
     ['startup budget', budget(timeline.startupBudgetSeconds ?? null), startupNote(timeline)],
-    ['admin address', timeline.adminAddress, ''],
+    ['admin address', timeline.adminAddress, adminNote(timeline)],
     ['min connections', String(timeline.minConnections), 'drain done at or below this many connections'],
   ];
 }
@@ -79,6 +79,11 @@ function startupNote(timeline: ShutdownTimeline): string {
   const source = PROBE_SOURCES[timeline.startupSource ?? 'none'];
   if (timeline.startupBudgetSeconds === undefined || timeline.startupBudgetSeconds === null) return source;
   return `${source}; time Envoy may take to become ready before the liveness probe counts`;
+}
+
+function adminNote(timeline: ShutdownTimeline): string {
+  const reason = timeline.adminAddressReason ?? '';
+  return timeline.adminAddressGuessed === true ? `GUESSED (${reason}): set the drainguard.io/admin-address annotation` : reason;
 }
 
 function seconds(value: number): string {

@@ -4,7 +4,7 @@
  */
 import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand } from '../../drain-contract';
-import { resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
+import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
 import { classifyPreStop, describeHandler, type PreStopKind } from '../envoy/hooks';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
@@ -87,6 +87,9 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
             excludeListeners: excluded.map(listenerExclusionPattern),
           }),
         };
+
+  // A guessed address matters only to a drain that uses it.
+  if (drain !== undefined && admin.guessed) warnings.push(guessedAdminWarning(envoy, admin));
 
   return {
     config,

@@ -28,6 +28,10 @@ export interface ShutdownTimeline {
   // optional only so that code building a timeline by hand keeps compiling.
   /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
   adminAddressSource?: AdminAddressSource;
+  /** The same, in words: the flag, the pod's shape, or why it is a guess. */
+  adminAddressReason?: string;
+  /** Nothing in the pod confirms the address (the last resort): a warning says what to set. */
+  adminAddressGuessed?: boolean;
   /** Listener ports the drain ignores (probe and metrics traffic). */
   excludedListenerPorts?: number[];
   /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
@@ -62,6 +66,8 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     // drainguard's own probe is recognised on a second pass too: the plan is the same.
     livenessSource: probeSource(livenessProbe, planned?.liveness),
     adminAddressSource: admin.source,
+    adminAddressReason: admin.reason,
+    adminAddressGuessed: admin.guessed,
     excludedListenerPorts: [...plan.excludedListenerPorts],
     drainInstalled: plan.drain !== undefined,
     startupBudgetSeconds: startupProbe === undefined ? null : probeBudgetSeconds(startupProbe),

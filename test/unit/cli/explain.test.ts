@@ -22,7 +22,7 @@ describe('formatExplanation', () => {
         '  deadline          290s                     preStop --deadline: grace period - 10s',
         '  liveness budget   60s                      probe added by drainguard; restarts a stuck Envoy after this long; stopped while the pod terminates',
         '  startup budget    300s                     probe added by drainguard; time Envoy may take to become ready before the liveness probe counts',
-        '  admin address     unix:/admin/admin.sock',
+        "  admin address     unix:/admin/admin.sock   Contour's admin socket: an emptyDir mounted at /admin in Envoy",
         '  min connections   0                        drain done at or below this many connections',
         '  warnings:',
         '    - memory limit is tight',
@@ -46,6 +46,19 @@ describe('formatExplanation', () => {
     ]);
     expect(none).toMatch(/liveness budget +none +no probe\n/);
     expect(none).toMatch(/grace period +30s +not set: the Kubernetes default\n/);
+  });
+
+  test('a guessed admin address says so and what to set', () => {
+    const guessed: WorkloadReport = {
+      ...at,
+      outcome: {
+        status: 'unchanged',
+        patch: [],
+        warnings: [],
+        timeline: { ...TIMELINE, adminAddress: 'http://127.0.0.1:9901', adminAddressSource: 'default', adminAddressReason: 'no clue', adminAddressGuessed: true },
+      },
+    };
+    expect(formatExplanation([guessed])).toMatch(/admin address +http:\/\/127\.0\.0\.1:9901 +GUESSED \(no clue\): set the drainguard\.io\/admin-address annotation\n/);
   });
 
   test('skipped workloads show the reason and no table', () => {

@@ -91,7 +91,7 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
       gracePeriodSource: 'pod',
       deadlineSeconds: 290,
       adminAddress: 'unix:/admin/admin.sock',
-      adminAddressSource: 'contour-default',
+      adminAddressSource: 'admin-volume',
       drainInstalled: true,
     });
   });
@@ -102,7 +102,8 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     expect(again.patch).toEqual([]);
     if (again.status !== 'unchanged') throw new Error('unreachable');
     // Same plan; the admin address is now read back from drainguard's own hook (the sidecar is gone).
-    expect({ ...again.timeline, adminAddressSource: 'x' }).toEqual({ ...result.timeline, adminAddressSource: 'x' });
+    const source = { adminAddressSource: 'x', adminAddressReason: 'x' } as const;
+    expect({ ...again.timeline, ...source }).toEqual({ ...result.timeline, ...source });
     expect(again.timeline.adminAddressSource).toBe('drainguard-hook');
 
     const withoutStatus = JSON.parse(JSON.stringify(after)) as typeof after;
