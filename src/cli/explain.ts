@@ -1,4 +1,4 @@
-import type { ShutdownTimeline } from '../mutate/result';
+import type { DrainSetting, ShutdownTimeline } from '../mutate/result';
 import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './report';
 
 /**
@@ -51,16 +51,25 @@ function describeStatus(outcome: WorkloadOutcome): string {
 
 function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
   const margin = timeline.gracePeriodSeconds - timeline.deadlineSeconds;
-  return [
+  // Where each drain value came from (annotation, an earlier hook, a sidecar flag, the configuration),
+  // or what it means when the timeline does not say.
+  const source = (setting: DrainSetting, meaning: string) => timeline.drainSources?.[setting].detail ?? meaning;
+  const rows: [string, string, string][] = [
     ['grace period', seconds(timeline.gracePeriodSeconds), GRACE_PERIOD_SOURCES[timeline.gracePeriodSource]],
-    ['drain delay', seconds(timeline.drainDelaySeconds), 'wait before failing health checks'],
-    ['minimum drain', seconds(timeline.minDrainSeconds), 'never finish the drain earlier'],
-    ['deadline', seconds(timeline.deadlineSeconds), `preStop --deadline: grace period - ${seconds(margin)}`],
+    ['drain delay', seconds(timeline.drainDelaySeconds), source('drainDelay', 'wait before failing health checks')],
+    ['minimum drain', seconds(timeline.minDrainSeconds), source('minDrain', 'never finish the drain earlier')],
+  ];
+  if (timeline.pollIntervalSeconds !== undefined) {
+    rows.push(['poll interval', seconds(timeline.pollIntervalSeconds), source('pollInterval', 'how often connections are counted')]);
+  }
+  rows.push(
+    ['deadline', seconds(timeline.deadlineSeconds), source('deadline', `preStop --deadline: grace period - ${seconds(margin)}`)],
+    ['min connections', String(timeline.minConnections), source('minConnections', 'drain done at or below this many connections')],
     ['liveness budget', budget(timeline.livenessBudgetSeconds), livenessNote(timeline)],
     ['startup budget', budget(timeline.startupBudgetSeconds ?? null), startupNote(timeline)],
     ['admin address', timeline.adminAddress, adminNote(timeline)],
-    ['min connections', String(timeline.minConnections), 'drain done at or below this many connections'],
-  ];
+  );
+  return rows;
 }
 
 function budget(value: number | null): string {

@@ -7,7 +7,7 @@ import type { ShutdownTimeline } from './plan/timeline';
 import type { MutationAction } from './steps/context';
 
 export type { PatchOperation } from './patch/builder';
-export type { AdminAddressSource, ShutdownTimeline } from './plan/timeline';
+export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ShutdownTimeline } from './plan/timeline';
 export type { MutationAction } from './steps/context';
 
 /** Why a pod was let through untouched (metrics label, log field). */

@@ -5,6 +5,7 @@
  * Envoy's preStop hook. An invalid value denies the pod with a message naming the annotation, the
  * value and the accepted form, so the workload's events explain the rejection.
  */
+import { DRAIN_SETTING_RANGES } from '../../config/ranges';
 import type { SidecarMode } from '../../config/types';
 import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../../drain-contract';
 import { compareExact, parseQuantity } from '../k8s/quantity';
@@ -50,8 +51,8 @@ export interface OverridesReading {
   warnings: string[];
 }
 
-/** Longest drain delay or minimum drain an annotation may ask for. */
-export const MAX_DURATION_SECONDS = 3600;
+/** Longest drain delay or minimum drain an annotation may ask for: what the configuration accepts. */
+export const MAX_DURATION_SECONDS = Math.min(DRAIN_SETTING_RANGES.drainDelaySeconds.max, DRAIN_SETTING_RANGES.minDrainSeconds.max);
 const MAX_QUANTITY_LENGTH = 32;
 
 const DURATION_FORM = `whole seconds with an "s" suffix, 0s to ${MAX_DURATION_SECONDS}s (e.g. "5s")`;

@@ -6,7 +6,9 @@ import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand } from '../../drain-contract';
 import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
-import { classifyPreStop, describeHandler, type PreStopKind } from '../envoy/hooks';
+import { classifyPreStop, describeHandler, drainguardHookSettings, type PreStopKind } from '../envoy/hooks';
+import { readSidecarDrainSettings } from '../envoy/sidecar-drain';
+import { shutdownCommands } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
 import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports';
 import type { Container, Pod } from '../k8s';
@@ -51,15 +53,29 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const envoy = pod.spec.containers[envoyIndex] as Container;
   const warnings: string[] = [];
   const sidecars = findShutdownManagers(pod, config, envoyIndex);
+  const sidecarMode = overrides.sidecarMode ?? config.sidecarMode;
   const grace = gracePeriod(pod, config);
-  const timing = drainTiming(grace.effectiveSeconds, overrides, config);
-  for (const warning of timing.warnings) warnings.push(warning);
-  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
-  for (const warning of adminWarnings) warnings.push(warning);
-
   const preStop = envoy.lifecycle?.preStop;
   const preStopKind = classifyPreStop(preStop, sidecars);
   const installTarget = findInstallTarget(pod, envoy, config);
+  const installs = preStopKind !== 'user' && installTarget.kind !== 'impossible';
+
+  // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
+  // carried over into the drain, or reported.
+  const carried = readSidecarDrainSettings(shutdownCommands(envoy, sidecars), (command) => command.place === 'preStop' || sidecarMode === 'remove');
+  const previousHook = drainguardHookSettings(preStop);
+  const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
+  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
+  for (const warning of timing.warnings) warnings.push(warning);
+  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
+  for (const warning of adminWarnings) warnings.push(warning);
+  if (installs) {
+    for (const warning of carried.warnings) warnings.push(warning);
+    if (previousHook !== undefined && 'unreadable' in previousHook) {
+      warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
+    }
+  }
+
   if (preStopKind === 'user' && preStop !== undefined) {
     warnings.push(
       `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and was kept: ` +
@@ -97,7 +113,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     envoyIndex,
     envoyPath: ['spec', 'containers', envoyIndex],
     sidecars,
-    sidecarMode: overrides.sidecarMode ?? config.sidecarMode,
+    sidecarMode,
     grace,
     timing,
     admin,

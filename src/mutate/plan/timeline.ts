@@ -4,8 +4,10 @@ import type { Container, Probe } from '../k8s';
 import { jsonEqual } from '../patch/json';
 import { probeBudgetSeconds } from './liveness';
 import type { Plan } from './plan';
+import type { DrainSetting, DrainValueSource } from './timing';
 
 export type { AdminAddressSource };
+export type { DrainSetting, DrainValueOrigin, DrainValueSource } from './timing';
 
 /** The shutdown plan drainguard computed for an Envoy pod (`inject --explain`, logs). */
 export interface ShutdownTimeline {
@@ -26,6 +28,10 @@ export interface ShutdownTimeline {
   livenessSource: ProbeSource;
   // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
   // optional only so that code building a timeline by hand keeps compiling.
+  /** The drain program's poll interval (`--poll-interval`). */
+  pollIntervalSeconds?: number;
+  /** Where each drain value came from: annotation, an earlier hook, a sidecar flag, the configuration, the grace period. */
+  drainSources?: Record<DrainSetting, DrainValueSource>;
   /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
   adminAddressSource?: AdminAddressSource;
   /** The same, in words: the flag, the pod's shape, or why it is a guess. */
@@ -65,6 +71,15 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     livenessBudgetSeconds: livenessProbe === undefined ? null : probeBudgetSeconds(livenessProbe),
     // drainguard's own probe is recognised on a second pass too: the plan is the same.
     livenessSource: probeSource(livenessProbe, planned?.liveness),
+    pollIntervalSeconds: timing.pollIntervalSeconds,
+    // Copies: a caller may keep or change the timeline without touching the plan.
+    drainSources: {
+      deadline: { ...timing.sources.deadline },
+      drainDelay: { ...timing.sources.drainDelay },
+      minDrain: { ...timing.sources.minDrain },
+      minConnections: { ...timing.sources.minConnections },
+      pollInterval: { ...timing.sources.pollInterval },
+    },
     adminAddressSource: admin.source,
     adminAddressReason: admin.reason,
     adminAddressGuessed: admin.guessed,

@@ -102,9 +102,16 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     expect(again.patch).toEqual([]);
     if (again.status !== 'unchanged') throw new Error('unreachable');
     // Same plan; the admin address is now read back from drainguard's own hook (the sidecar is gone).
-    const source = { adminAddressSource: 'x', adminAddressReason: 'x' } as const;
+    const source = { adminAddressSource: 'x', adminAddressReason: 'x', drainSources: 'x' } as const;
     expect({ ...again.timeline, ...source }).toEqual({ ...result.timeline, ...source });
     expect(again.timeline.adminAddressSource).toBe('drainguard-hook');
+    expect(Object.values(again.timeline.drainSources ?? {}).map((source) => source.origin)).toEqual([
+      'grace-period',
+      'drainguard-hook',
+      'drainguard-hook',
+      'drainguard-hook',
+      'drainguard-hook',
+    ]);
 
     const withoutStatus = JSON.parse(JSON.stringify(after)) as typeof after;
     delete withoutStatus.metadata?.annotations?.['drainguard.io/status'];
