@@ -21,7 +21,6 @@ import { makePlan } from './plan/plan';
 import { shutdownTimeline } from './plan/timeline';
 import type { MutationResult } from './result';
 import { applySteps } from './steps';
-import { hasCurrentStatus } from './steps/pod';
 
 export * from './result';
 export * from './k8s';
@@ -34,7 +33,7 @@ export { PatchVerificationError } from './patch/verify';
 export { Annotations } from './plan/annotations';
 export { findEnvoy, findShutdownManagers, type SidecarRef } from './envoy/detect';
 export { isDrainguardHook } from './envoy/hooks';
-export { readStatus, type StatusRecord } from './steps/pod';
+export { readStatus, type StatusRecord } from './plan/status';
 
 function isOptedOut(pod: Pod): boolean {
   const annotations: unknown = (pod as { metadata?: { annotations?: unknown } } | null)?.metadata?.annotations;
@@ -77,23 +76,17 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   }
   if (reading.problems.length > 0) return denied(reading.problems);
 
+  // Every pass computes the desired pod, also when drainguard's status is already there: a later
+  // webhook may have undone part of it (re-invocation). When everything holds, no operation at all.
   const plan = makePlan(pod, config, reading.overrides, detection.index);
   const envoy = pod.spec.containers[detection.index] as Container;
-  if (hasCurrentStatus(pod)) {
-    // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
-    return { status: 'unchanged', patch: [], warnings: reading.warnings.concat(plan.warnings), timeline: shutdownTimeline(plan, envoy) };
-  }
-
   const { builder, actions } = applySteps(pod, plan);
   const patch = builder.patch;
-  verifyPatch(pod, patch, builder.draft);
-  // Envoy as the steps left it: the timeline reports the liveness probe it ends up with.
+  // Envoy as the steps left it: the timeline reports the probes it ends up with.
   const finalEnvoy = builder.draft.spec.containers.find((c) => c.name === envoy.name) ?? envoy;
-  return {
-    status: 'mutated',
-    patch,
-    warnings: reading.warnings.concat(plan.warnings),
-    actions,
-    timeline: shutdownTimeline(plan, finalEnvoy),
-  };
+  // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
+  const warnings = reading.warnings.concat(plan.warnings);
+  if (patch.length === 0) return { status: 'unchanged', patch: [], warnings, timeline: shutdownTimeline(plan, finalEnvoy) };
+  verifyPatch(pod, patch, builder.draft);
+  return { status: 'mutated', patch, warnings, actions, timeline: shutdownTimeline(plan, finalEnvoy) };
 }

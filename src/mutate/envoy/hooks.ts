@@ -15,7 +15,12 @@ export type PreStopKind =
   /** A shutdown-manager handshake or a stand-in for one: replaced. */
   | 'shutdown-manager'
   /** Something else: kept, and the drain is not installed. */
-  | 'user';
+  | 'user'
+  /**
+   * Something else that replaced drainguard's drain after it was installed (the status annotation
+   * records the preStop): a later webhook's doing on re-invocation. Replaced back, with a warning.
+   */
+  | 'replaced-drain';
 
 /** Ports the shutdown-manager serves its blocking endpoints on: Contour 8090, Envoy Gateway 19002, or declared. */
 const KNOWN_SHUTDOWN_PORTS = [8090, 19002];

@@ -6,7 +6,7 @@ import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand } from '../../drain-contract';
 import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
-import { classifyPreStop, describeHandler, drainguardHookSettings, type PreStopKind } from '../envoy/hooks';
+import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
 import { readSidecarDrainSettings } from '../envoy/sidecar-drain';
 import { shutdownCommands } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
@@ -15,6 +15,7 @@ import type { Container, Pod } from '../k8s';
 import type { PathSegment } from '../patch/builder';
 import type { Overrides } from './annotations';
 import { desiredProbes, type DesiredProbes } from './liveness';
+import { readStatus, type StatusRecord } from './status';
 import { drainTiming, gracePeriod, type DrainTiming, type GracePeriod } from './timing';
 
 /** Where the drain program is installed and the preStop command that runs it. */
@@ -43,11 +44,41 @@ export interface Plan {
    * Undefined otherwise, and then neither the installer nor a sidecar change is made.
    */
   readonly drain: PlannedDrain | undefined;
+  /** drainguard's status annotation on the input pod: what an earlier pass did. */
+  readonly status: StatusRecord | undefined;
   /** Warnings about the decisions above, in the order they were made. */
   readonly warnings: string[];
 }
 
 const NOT_INSTALLED = 'no installer was added and the shutdown-manager sidecar (if any) was neither removed nor disarmed';
+const RECORDED = 'installed earlier (drainguard.io/status)';
+
+/**
+ * What a later change undid of drainguard's earlier pass, as the status annotation records it; the
+ * steps restore each (docs/design.md, "The status annotation and re-invocation").
+ */
+function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
+  if (status === undefined) return [];
+  const found: string[] = [];
+  const preStop = envoy.lifecycle?.preStop;
+  if (status.actions.includes('prestop') && !isDrainguardHook(preStop)) {
+    found.push(
+      preStop === undefined
+        ? `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, is gone; restored`
+        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${describeHandler(preStop)} (a later webhook?); restored`,
+    );
+  }
+  const installer = config.installer.containerName;
+  if (status.actions.includes('installer') && !(pod.spec.initContainers ?? []).some((c) => c.name === installer)) {
+    found.push(`init container ${installer}, ${RECORDED}, is gone; added again`);
+  }
+  if (status.actions.includes('sidecar-removed') && mode === 'remove') {
+    for (const { container } of sidecars) {
+      found.push(`container ${container.name}: the shutdown-manager came back after drainguard removed it (drainguard.io/status); removed again`);
+    }
+  }
+  return found;
+}
 
 export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
   const envoy = pod.spec.containers[envoyIndex] as Container;
@@ -56,8 +87,12 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const sidecarMode = overrides.sidecarMode ?? config.sidecarMode;
   const grace = gracePeriod(pod, config);
   const preStop = envoy.lifecycle?.preStop;
-  const preStopKind = classifyPreStop(preStop, sidecars);
+  const status = readStatus(pod);
   const installTarget = findInstallTarget(pod, envoy, config);
+  // drainguard installed its drain here before: whatever took its place since is a later change to undo.
+  const drainWasInstalled = status?.actions.includes('prestop') === true;
+  const classified = classifyPreStop(preStop, sidecars);
+  const preStopKind: PreStopKind = classified === 'user' && drainWasInstalled ? 'replaced-drain' : classified;
   const installs = preStopKind !== 'user' && installTarget.kind !== 'impossible';
 
   // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
@@ -70,6 +105,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
   if (installs) {
+    for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
     if (previousHook !== undefined && 'unreadable' in previousHook) {
       warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
@@ -118,6 +154,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     timing,
     admin,
     preStopKind,
+    status,
     probes: desiredProbes(envoy, admin, config),
     excludedListenerPorts: excluded,
     drain,

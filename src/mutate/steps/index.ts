@@ -54,7 +54,12 @@ export function applySteps(pod: Pod, plan: Plan): { builder: PatchBuilder; actio
     step.apply(context);
     if (builder.size > before) actions.push(step.action);
   }
-  // 9. the status annotation, always.
-  applyStatus(builder, actions);
-  return { builder, actions: [...actions, 'status'] };
+  // 9. the status annotation: what this pass and the earlier ones did, in step order. Unchanged when a
+  //    re-invocation found everything in place, so such a pass adds no operation at all.
+  const recorded = new Set<string>([...(plan.status?.actions ?? []), ...actions]);
+  const wrote = applyStatus(
+    builder,
+    STEPS.map((step) => step.action).filter((action) => recorded.has(action)),
+  );
+  return { builder, actions: wrote ? [...actions, 'status'] : actions };
 }
