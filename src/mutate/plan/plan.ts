@@ -8,7 +8,7 @@ import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '..
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
 import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
 import { readSidecarDrainSettings } from '../envoy/sidecar-drain';
-import { shutdownCommands } from '../envoy/upstream-commands';
+import { shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
 import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports';
 import type { Container, Pod } from '../k8s';
@@ -80,6 +80,20 @@ function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mod
   return found;
 }
 
+/** Sidecar preStops that go with the drain's installation although no drain setting could be read from them. */
+function unreadableSidecarHooks(sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): string[] {
+  const found: string[] = [];
+  for (const { container } of sidecars) {
+    const hook = container.lifecycle?.preStop;
+    if (hook === undefined || commands.some((c) => c.containerName === container.name && c.place === 'preStop')) continue;
+    found.push(
+      `container ${container.name}: its preStop (${describeHandler(hook)}) goes with the sidecar and is not a command drainguard ` +
+        "can read drain settings from; drainguard's configured defaults apply",
+    );
+  }
+  return found;
+}
+
 export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
   const envoy = pod.spec.containers[envoyIndex] as Container;
   const warnings: string[] = [];
@@ -97,7 +111,8 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
 
   // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
   // carried over into the drain, or reported.
-  const carried = readSidecarDrainSettings(shutdownCommands(envoy, sidecars), (command) => command.place === 'preStop' || sidecarMode === 'remove');
+  const commands = shutdownCommands(envoy, sidecars);
+  const carried = readSidecarDrainSettings(commands, (command) => command.place === 'preStop' || sidecarMode === 'remove');
   const previousHook = drainguardHookSettings(preStop);
   const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
   const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
@@ -107,6 +122,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   if (installs) {
     for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
+    for (const warning of unreadableSidecarHooks(sidecars, commands)) warnings.push(warning);
     if (previousHook !== undefined && 'unreadable' in previousHook) {
       warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
     }

@@ -130,6 +130,17 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     expect(sources?.drainDelay.detail).toBe('--drain-delay=20s of `contour envoy shutdown` (container envoy, preStop)');
   });
 
+  test('a sidecar preStop drainguard cannot read is named when it goes: its settings could not be carried over', () => {
+    const pod = loadPod('contour-main.yaml');
+    container(pod, 'shutdown-manager').lifecycle = { preStop: { exec: { command: ['/bin/sh', '-c', 'contour envoy shutdown --drain-delay=30s'] } } };
+    const { flags, warnings } = drain(pod);
+    expect(flags.drainDelay).toBe('0s');
+    expect(warnings).toContainEqual(
+      'container shutdown-manager: its preStop (exec ["/bin/sh","-c","contour envoy shutdown --drain-delay=30s"]) goes with the sidecar ' +
+        "and is not a command drainguard can read drain settings from; drainguard's configured defaults apply",
+    );
+  });
+
   test('no drain installed (a preStop of the user\'s): nothing is dropped, nothing reported', () => {
     const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=1500ms');
     container(pod, 'envoy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
