@@ -83,9 +83,10 @@ function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mod
 /** Sidecar preStops that go with the drain's installation although no drain setting could be read from them. */
 function unreadableSidecarHooks(sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): string[] {
   const found: string[] = [];
+  const read = new Set(commands.filter((command) => command.place === 'preStop').map((command) => command.containerName));
   for (const { container } of sidecars) {
     const hook = container.lifecycle?.preStop;
-    if (hook === undefined || commands.some((c) => c.containerName === container.name && c.place === 'preStop')) continue;
+    if (hook === undefined || read.has(container.name)) continue;
     found.push(
       `container ${container.name}: its preStop (${describeHandler(hook)}) goes with the sidecar and is not a command drainguard ` +
         "can read drain settings from; drainguard's configured defaults apply",
