@@ -1,10 +1,10 @@
-import type { ShutdownTimeline } from '../mutate/result';
+import type { DrainSetting, ShutdownTimeline } from '../mutate/result';
 import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './report';
 
 /**
  * `drainguard inject --explain`: for each workload, the shutdown plan drainguard computed for its pods
- * as an aligned table, so an operator can check the numbers (does the liveness budget outlast the grace
- * period? is the deadline inside it?) before applying anything.
+ * as an aligned table, so an operator can check the numbers (is the deadline inside the grace period?
+ * where did each drain value come from?) before applying anything.
  */
 
 const SKIP_REASONS: Readonly<Record<string, string>> = {
@@ -20,10 +20,10 @@ const GRACE_PERIOD_SOURCES: Readonly<Record<ShutdownTimeline['gracePeriodSource'
   floor: 'raised to the configured grace period floor',
 };
 
-const LIVENESS_SOURCES: Readonly<Record<ShutdownTimeline['livenessSource'], string>> = {
+const PROBE_SOURCES: Readonly<Record<ShutdownTimeline['livenessSource'], string>> = {
   drainguard: 'probe added by drainguard',
   user: "the workload's own probe",
-  none: 'no liveness probe',
+  none: 'no probe',
 };
 
 export function formatExplanation(workloads: readonly WorkloadReport[]): string {
@@ -51,28 +51,48 @@ function describeStatus(outcome: WorkloadOutcome): string {
 
 function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
   const margin = timeline.gracePeriodSeconds - timeline.deadlineSeconds;
-  return [
+  // Where each drain value came from (annotation, an earlier hook, a sidecar flag, the configuration),
+  // or what it means when the timeline does not say.
+  const source = (setting: DrainSetting, meaning: string) => timeline.drainSources?.[setting].detail ?? meaning;
+  const rows: [string, string, string][] = [
     ['grace period', seconds(timeline.gracePeriodSeconds), GRACE_PERIOD_SOURCES[timeline.gracePeriodSource]],
-    ['drain delay', seconds(timeline.drainDelaySeconds), 'wait before failing health checks'],
-    ['minimum drain', seconds(timeline.minDrainSeconds), 'never finish the drain earlier'],
-    ['deadline', seconds(timeline.deadlineSeconds), `preStop --deadline: grace period - ${seconds(margin)}`],
-    ['liveness budget', livenessBudget(timeline), livenessNote(timeline)],
-    ['admin address', timeline.adminAddress, ''],
-    ['min connections', String(timeline.minConnections), 'drain done at or below this many connections'],
+    ['drain delay', seconds(timeline.drainDelaySeconds), source('drainDelay', 'wait before failing health checks')],
+    ['minimum drain', seconds(timeline.minDrainSeconds), source('minDrain', 'never finish the drain earlier')],
   ];
+  if (timeline.pollIntervalSeconds !== undefined) {
+    rows.push(['poll interval', seconds(timeline.pollIntervalSeconds), source('pollInterval', 'how often connections are counted')]);
+  }
+  rows.push(
+    ['deadline', seconds(timeline.deadlineSeconds), source('deadline', `preStop --deadline: grace period - ${seconds(margin)}`)],
+    ['min connections', String(timeline.minConnections), source('minConnections', 'drain done at or below this many connections')],
+    ['liveness budget', budget(timeline.livenessBudgetSeconds), livenessNote(timeline)],
+    ['startup budget', budget(timeline.startupBudgetSeconds ?? null), startupNote(timeline)],
+    ['admin address', timeline.adminAddress, adminNote(timeline)],
+  );
+  return rows;
 }
 
-function livenessBudget(timeline: ShutdownTimeline): string {
-  return timeline.livenessBudgetSeconds === null ? 'none' : seconds(timeline.livenessBudgetSeconds);
+function budget(value: number | null): string {
+  return value === null ? 'none' : seconds(value);
 }
 
+// The kubelet stops liveness and startup probes before it runs preStop (docs/design.md, "The liveness
+// probe"): the budget says how soon a stuck running Envoy is restarted, never whether a drain is cut short.
 function livenessNote(timeline: ShutdownTimeline): string {
-  const source = LIVENESS_SOURCES[timeline.livenessSource];
+  const source = PROBE_SOURCES[timeline.livenessSource];
   if (timeline.livenessBudgetSeconds === null) return source;
-  const lead = timeline.livenessBudgetSeconds - timeline.gracePeriodSeconds;
-  return lead > 0
-    ? `${source}; outlasts the grace period by ${seconds(lead)}`
-    : `${source}; ${seconds(-lead)} SHORTER than the grace period: it can restart Envoy mid-drain`;
+  return `${source}; restarts a stuck Envoy after this long; stopped while the pod terminates`;
+}
+
+function startupNote(timeline: ShutdownTimeline): string {
+  const source = PROBE_SOURCES[timeline.startupSource ?? 'none'];
+  if (timeline.startupBudgetSeconds === undefined || timeline.startupBudgetSeconds === null) return source;
+  return `${source}; time Envoy may take to become ready before the liveness probe counts`;
+}
+
+function adminNote(timeline: ShutdownTimeline): string {
+  const reason = timeline.adminAddressReason ?? '';
+  return timeline.adminAddressGuessed === true ? `GUESSED (${reason}): set the drainguard.io/admin-address annotation` : reason;
 }
 
 function seconds(value: number): string {

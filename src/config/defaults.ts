@@ -30,7 +30,8 @@ export function defaultConfig(): Config {
     liveness: {
       periodSeconds: 10,
       timeoutSeconds: 5,
-      marginSeconds: 30,
+      failureThreshold: 6,
+      startupFailureThreshold: 30,
       terminationGracePeriodSeconds: 10,
     },
     drain: {

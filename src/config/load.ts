@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { MAX_MIN_CONNECTIONS } from '../drain-contract';
 import { isValidQuantity } from '../mutate/k8s/quantity';
 import { isDnsLabel } from '../mutate/k8s/validate';
 import { defaultConfig } from './defaults';
+import { DRAIN_SETTING_RANGES, type Range } from './ranges';
 import type { Config } from './types';
 
 export class ConfigError extends Error {
@@ -37,6 +37,7 @@ const quantity: Check = (v) =>
 const boolean: Check = (v) => (typeof v === 'boolean' ? undefined : 'must be true or false');
 const integer = (min: number, max: number): Check => (v) =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? undefined : `must be a whole number from ${min} to ${max}`;
+const inRange = ({ min, max }: Range): Check => integer(min, max);
 const oneOf = (...values: string[]): Check => (v) =>
   typeof v === 'string' && values.includes(v) ? undefined : `must be one of ${values.map((x) => JSON.stringify(x)).join(', ')}`;
 const repositories: Check = (v) =>
@@ -46,6 +47,8 @@ const repositories: Check = (v) =>
 
 const requests: Schema<Config['requests']['envoy']> = { cpu: quantity, memory: quantity };
 const HOUR = 3600;
+/** Probe thresholds: an hour of failures at the shortest period is plenty, and far inside int32. */
+const MAX_PROBE_FAILURES = 3600;
 
 const SCHEMA: Schema<Config> = {
   envoyContainerName: dnsLabel,
@@ -66,15 +69,16 @@ const SCHEMA: Schema<Config> = {
   liveness: {
     periodSeconds: integer(1, HOUR),
     timeoutSeconds: integer(1, HOUR),
-    marginSeconds: integer(0, HOUR),
+    failureThreshold: integer(1, MAX_PROBE_FAILURES),
+    startupFailureThreshold: integer(1, MAX_PROBE_FAILURES),
     terminationGracePeriodSeconds: integer(1, HOUR),
   },
   drain: {
     deadlineMarginSeconds: integer(0, HOUR),
-    drainDelaySeconds: integer(0, HOUR),
-    minDrainSeconds: integer(0, HOUR),
-    minConnections: integer(0, MAX_MIN_CONNECTIONS),
-    pollIntervalSeconds: integer(1, 60),
+    drainDelaySeconds: inRange(DRAIN_SETTING_RANGES.drainDelaySeconds),
+    minDrainSeconds: inRange(DRAIN_SETTING_RANGES.minDrainSeconds),
+    minConnections: inRange(DRAIN_SETTING_RANGES.minConnections),
+    pollIntervalSeconds: inRange(DRAIN_SETTING_RANGES.pollIntervalSeconds),
   },
   gracePeriodFloor: { enabled: boolean, minimumSeconds: integer(1, 24 * HOUR) },
 };

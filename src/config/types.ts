@@ -28,13 +28,21 @@ export interface InstallerConfig {
   fallbackMountPath: string;
 }
 
+/**
+ * The liveness and startup probes drainguard gives an Envoy that has no liveness probe. They are for
+ * recovering a stuck Envoy quickly; the kubelet stops them before running preStop, so they need not
+ * outlast the grace period (docs/design.md, "The liveness probe").
+ */
 export interface LivenessConfig {
+  /** Period of both probes. */
   periodSeconds: number;
   /** Generous: CPU throttling caused the original probe failures. */
   timeoutSeconds: number;
-  /** The probe budget must exceed the grace period by at least this much. */
-  marginSeconds: number;
-  /** Probe-level grace period: recovery from a stuck drain must not take another full grace period. */
+  /** Liveness failures before a restart: periodSeconds × this is how long a stuck Envoy lasts. */
+  failureThreshold: number;
+  /** Startup failures allowed: periodSeconds × this is how long Envoy may wait for its first configuration. */
+  startupFailureThreshold: number;
+  /** Probe-level grace period: restarting a stuck Envoy must not wait out the pod's whole grace period. */
   terminationGracePeriodSeconds: number;
 }
 

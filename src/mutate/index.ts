@@ -16,12 +16,11 @@ import { findEnvoy } from './envoy/detect';
 import type { Container, Pod } from './k8s';
 import { podShapeProblems } from './k8s/shape';
 import { verifyPatch } from './patch/verify';
-import { Annotations, INJECT_FORM, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
+import { Annotations, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
 import { makePlan } from './plan/plan';
 import { shutdownTimeline } from './plan/timeline';
 import type { MutationResult } from './result';
 import { applySteps } from './steps';
-import { hasCurrentStatus } from './steps/pod';
 
 export * from './result';
 export * from './k8s';
@@ -34,7 +33,7 @@ export { PatchVerificationError } from './patch/verify';
 export { Annotations } from './plan/annotations';
 export { findEnvoy, findShutdownManagers, type SidecarRef } from './envoy/detect';
 export { isDrainguardHook } from './envoy/hooks';
-export { readStatus, type StatusRecord } from './steps/pod';
+export { readStatus, type StatusRecord } from './plan/status';
 
 function isOptedOut(pod: Pod): boolean {
   const annotations: unknown = (pod as { metadata?: { annotations?: unknown } } | null)?.metadata?.annotations;
@@ -47,47 +46,47 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   const problems = podShapeProblems(pod);
   if (problems.length > 0) return { status: 'invalid', problems, patch: [], warnings: [] };
   const annotations = pod.metadata?.annotations ?? {};
-  const inject = annotations[Annotations.inject];
-  if (inject !== undefined && inject !== 'enabled') {
-    return { status: 'denied', message: invalidAnnotationMessage(Annotations.inject, String(inject), INJECT_FORM), patch: [], warnings: [] };
-  }
+  const reading = readOverrides(annotations);
+  const denied = (annotationProblems: readonly string[]): MutationResult => ({
+    status: 'denied',
+    message: annotationProblems.join('; '),
+    patch: [],
+    warnings: reading.warnings,
+  });
+  // drainguard.io/inject and drainguard.io/envoy-container decide whether drainguard acts at all: an
+  // invalid one denies even a pod drainguard would otherwise skip.
+  const decidesScope = (key: string) => reading.problems.some((problem) => problem.startsWith(`annotation ${key}:`));
+  const scopeInvalid = decidesScope(Annotations.inject) || decidesScope(Annotations.envoyContainer);
   if (!Array.isArray(pod.spec?.containers) || pod.spec.containers.length === 0) {
-    return { status: 'skipped', reason: 'no-containers', patch: [], warnings: [] };
+    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'no-containers', patch: [], warnings: [] };
   }
 
-  const envoyOverride = annotations[Annotations.envoyContainer];
+  const envoyOverride = reading.overrides.envoyContainer;
   const detection = findEnvoy(pod, config, envoyOverride);
   if (!detection.found && detection.missingOverride !== undefined) {
     const names = pod.spec.containers.map((c) => quoteValue(c.name)).join(', ');
-    return {
-      status: 'denied',
-      message: invalidAnnotationMessage(Annotations.envoyContainer, detection.missingOverride, `the name of one of the pod's containers (${names})`),
-      patch: [],
-      warnings: [],
-    };
+    return denied([
+      ...reading.problems,
+      invalidAnnotationMessage(Annotations.envoyContainer, detection.missingOverride, `the name of one of the pod's containers (${names})`),
+    ]);
   }
-  if (!detection.found) return { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] };
+  if (!detection.found) {
+    // The other overrides of a pod without Envoy would change nothing: they do not deny it.
+    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] };
+  }
+  if (reading.problems.length > 0) return denied(reading.problems);
 
-  const reading = readOverrides(annotations);
-  if (!reading.ok) return { status: 'denied', message: reading.message, patch: [], warnings: reading.warnings };
-
+  // Every pass computes the desired pod, also when drainguard's status is already there: a later
+  // webhook may have undone part of it (re-invocation). When everything holds, no operation at all.
   const plan = makePlan(pod, config, reading.overrides, detection.index);
   const envoy = pod.spec.containers[detection.index] as Container;
-  if (hasCurrentStatus(pod)) {
-    // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
-    return { status: 'unchanged', patch: [], warnings: reading.warnings.concat(plan.warnings), timeline: shutdownTimeline(plan, envoy) };
-  }
-
   const { builder, actions } = applySteps(pod, plan);
   const patch = builder.patch;
-  verifyPatch(pod, patch, builder.draft);
-  // Envoy as the steps left it: the timeline reports the liveness probe it ends up with.
+  // Envoy as the steps left it: the timeline reports the probes it ends up with.
   const finalEnvoy = builder.draft.spec.containers.find((c) => c.name === envoy.name) ?? envoy;
-  return {
-    status: 'mutated',
-    patch,
-    warnings: reading.warnings.concat(plan.warnings),
-    actions,
-    timeline: shutdownTimeline(plan, finalEnvoy),
-  };
+  // Not unshift(...warnings): one warning per unknown annotation can exceed the argument limit.
+  const warnings = reading.warnings.concat(plan.warnings);
+  if (patch.length === 0) return { status: 'unchanged', patch: [], warnings, timeline: shutdownTimeline(plan, finalEnvoy) };
+  verifyPatch(pod, patch, builder.draft);
+  return { status: 'mutated', patch, warnings, actions, timeline: shutdownTimeline(plan, finalEnvoy) };
 }

@@ -7,7 +7,7 @@ import type { ShutdownTimeline } from './plan/timeline';
 import type { MutationAction } from './steps/context';
 
 export type { PatchOperation } from './patch/builder';
-export type { AdminAddressSource, ShutdownTimeline } from './plan/timeline';
+export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ShutdownTimeline } from './plan/timeline';
 export type { MutationAction } from './steps/context';
 
 /** Why a pod was let through untouched (metrics label, log field). */
@@ -21,7 +21,7 @@ export type MutationResult =
       actions: MutationAction[];
       timeline: ShutdownTimeline;
     }
-  /** The pod already carries the current status annotation: zero operations. */
+  /** Everything drainguard would do is already done (the pod carries the current status): zero operations. */
   | { status: 'unchanged'; patch: []; warnings: string[]; timeline: ShutdownTimeline }
   | { status: 'skipped'; reason: SkipReason; patch: []; warnings: string[] }
   /** An invalid override annotation: the pod must be denied with this message. */

@@ -28,10 +28,11 @@ function withoutStatus(pod: Pod): Pod {
 
 /**
  * The pod with everything drainguard is allowed to change taken out: Envoy's preStop, liveness
- * probe, requests and its mount of drainguard's volume; the sidecars; drainguard's init container
- * and volume; its annotations; the grace period. What remains must be identical before and after.
+ * probe, startup probe (when Envoy had none), requests and its mount of drainguard's volume; the
+ * sidecars; drainguard's init container and volume; its annotations; the grace period. What remains
+ * must be identical before and after.
  */
-function outsideScope(pod: Pod, { config }: GeneratedCase, envoyName: string, sidecarNames: readonly string[]): Pod {
+function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyName: string, sidecarNames: readonly string[]): Pod {
   const result = copy(pod);
   const annotations = result.metadata?.annotations;
   if (annotations !== undefined) {
@@ -49,6 +50,7 @@ function outsideScope(pod: Pod, { config }: GeneratedCase, envoyName: string, si
   if (result.spec.volumes.length === 0) delete result.spec.volumes;
   const envoy = result.spec.containers.find((c) => c.name === envoyName) as Container;
   delete envoy.livenessProbe;
+  if (original.spec.containers.find((c) => c.name === envoyName)?.startupProbe === undefined) delete envoy.startupProbe;
   delete envoy.lifecycle?.preStop;
   if (envoy.lifecycle !== undefined && Object.keys(envoy.lifecycle).length === 0) delete envoy.lifecycle;
   delete envoy.resources?.requests;

@@ -1,36 +1,59 @@
 /**
- * Which admin address the drain program talks to. Precedence (docs/design.md, "The admin address"), first usable wins:
- * the annotation > an admin address in Envoy's own arguments (`--config-yaml`) > drainguard's own
- * hook from a previous run (so a second run, with the sidecar gone, computes the same hook) > the
- * sidecar's `--admin-address` flag > the known sidecar defaults > a unix socket in an emptyDir
- * mounted at /admin > Envoy's conventional `http://127.0.0.1:9901`.
+ * Which admin address the drain program talks to, read from the pod itself (docs/design.md, "The admin
+ * address"). First usable source wins:
+ *
+ *  1. the `drainguard.io/admin-address` annotation;
+ *  2. an admin address in Envoy's own arguments (`--config-yaml`);
+ *  3. drainguard's own hook from a previous run (so a second run, with the sidecar gone, computes the
+ *     same hook);
+ *  4. the sidecar's `--admin-address` (its args, or its `contour envoy shutdown` preStop);
+ *  5. the sidecar's `--admin-port` (Contour v1.15 to v1.18.0: TCP 127.0.0.1:PORT);
+ *  6. `contour bootstrap --admin-address/--admin-port` in the init container;
+ *  7. Contour's shape: an emptyDir mounted at /admin in Envoy is the admin socket's directory; a Contour
+ *     pod without one runs a release from before the socket, with the admin on 127.0.0.1:9001;
+ *  8. Envoy Gateway's shutdown-manager: its admin is always 127.0.0.1:19000;
+ *  9. the last resort, Envoy's conventional 127.0.0.1:9901: a guess, reported as one.
+ *
+ * Every candidate goes through the drain contract's strict check. A port flag is never used on a pod
+ * with the /admin emptyDir: from the socket on, Contour ignores it, and 127.0.0.1:9001 is then Contour's
+ * read-only admin proxy listener, where the drain's POSTs do not exist.
  */
 import { readAdminAddress, type AdminAddress } from '../../drain-contract';
 import type { Container, Pod } from '../k8s';
-import { argvTokens, bootstrapAdmin, envoyTokens, flagValue, loopbackAddressFor } from './args';
+import { bootstrapAdmin, loopbackAddressFor } from './args';
 import type { SidecarRef } from './detect';
 import { drainguardHookAdmin } from './hooks';
 import { normalizeMountPath } from './install-target';
+import { contourBootstrapCommands, describeCommand, flagOf, shutdownCommands, type UpstreamCommand } from './upstream-commands';
 
 /** Where the drain program's admin address came from, highest precedence first. */
 export type AdminAddressSource =
   | 'annotation'
   | 'envoy-args'
   | 'drainguard-hook'
-  | 'sidecar-flag'
-  | 'contour-default'
-  | 'envoy-gateway-default'
+  | 'sidecar-admin-address'
+  | 'sidecar-admin-port'
+  | 'bootstrap-flag'
   | 'admin-volume'
+  | 'contour-tcp'
+  | 'envoy-gateway-default'
   | 'default';
 
-export const CONTOUR_ADMIN_ADDRESS = 'unix:/admin/admin.sock';
+export const CONTOUR_ADMIN_SOCKET = 'unix:/admin/admin.sock';
+/** Contour's admin before the socket (`contour bootstrap` defaults: 127.0.0.1, port 9001). */
+export const CONTOUR_TCP_ADMIN_PORT = 9001;
 export const ENVOY_GATEWAY_ADMIN_ADDRESS = 'http://127.0.0.1:19000';
 export const DEFAULT_ADMIN_ADDRESS = 'http://127.0.0.1:9901';
 const ADMIN_SOCKET_DIRECTORY = '/admin';
+const ANNOTATION = 'drainguard.io/admin-address';
 
 export interface ResolvedAdmin {
   address: AdminAddress;
   source: AdminAddressSource;
+  /** Where the address came from, in words (`--explain`, logs). */
+  reason: string;
+  /** Nothing in the pod confirms it: the last resort. A warning says what to set. */
+  guessed: boolean;
   /**
    * Where Envoy's admin listener is bound, as far as Envoy's own arguments show: only a `wildcard`
    * bind is reachable by the kubelet and so usable as a probe target. `unknown` must be treated as
@@ -42,42 +65,63 @@ export interface ResolvedAdmin {
 }
 
 interface Candidate {
-  value: string | undefined;
+  value: string;
   source: AdminAddressSource;
+  reason: string;
 }
 
-/** Flag values such as Contour's `--admin-address=/admin/admin.sock` or `127.0.0.1:9001`. */
-function adminAddressFromFlag(value: string): string | undefined {
-  if (value.startsWith('/')) return `unix:${value}`;
-  if (value.startsWith('unix:') || value.startsWith('http://')) return value;
-  const hostPort = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(value);
-  if (hostPort) return loopbackAddressFor(hostPort[1] as string, Number(hostPort[2]));
-  return undefined;
-}
-
-function sidecarFlagAddress(sidecars: readonly SidecarRef[]): string | undefined {
-  for (const { container } of sidecars) {
-    // Contour's flag may sit on the sidecar itself or on its `contour envoy shutdown` preStop.
-    for (const tokens of [envoyTokens(container), argvTokens(container.lifecycle?.preStop?.exec?.command ?? [])]) {
-      const value = flagValue(tokens, ['--admin-address']);
-      if (value !== undefined) return adminAddressFromFlag(value) ?? value;
-    }
-  }
-  return undefined;
-}
-
-function sidecarDefault(sidecars: readonly SidecarRef[]): Candidate {
-  if (sidecars.some((s) => s.flavor === 'contour')) return { value: CONTOUR_ADMIN_ADDRESS, source: 'contour-default' };
-  if (sidecars.some((s) => s.flavor === 'envoy-gateway')) {
-    return { value: ENVOY_GATEWAY_ADMIN_ADDRESS, source: 'envoy-gateway-default' };
-  }
-  return { value: undefined, source: 'contour-default' };
-}
-
-function adminVolumeSocket(pod: Pod, envoy: Container): string | undefined {
+/** Whether Envoy mounts an emptyDir at /admin: Contour's admin socket directory from the socket on. */
+function hasAdminSocketVolume(pod: Pod, envoy: Container): boolean {
   const mount = (envoy.volumeMounts ?? []).find((m) => normalizeMountPath(m.mountPath) === ADMIN_SOCKET_DIRECTORY);
   const volume = mount && (pod.spec.volumes ?? []).find((v) => v.name === mount.name);
-  return volume?.emptyDir !== undefined ? `unix:${ADMIN_SOCKET_DIRECTORY}/admin.sock` : undefined;
+  return volume?.emptyDir !== undefined;
+}
+
+/**
+ * `--admin-address` of a Contour command: a path is the socket (from the socket on); a host is the TCP
+ * admin with the command's `--admin-port` (before it; `contour bootstrap` defaults the port to 9001).
+ */
+function addressFlagValue(command: UpstreamCommand, value: string): string {
+  if (value.startsWith('/')) return `unix:${value}`;
+  if (value.startsWith('unix:') || value.startsWith('http://')) return value;
+  const hostPort = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
+  if (hostPort) return loopbackAddressFor(hostPort[1] as string, Number(hostPort[2])) ?? value;
+  const port = flagOf(command, 'admin-port')?.value;
+  const portNumber = port !== undefined && /^\d{1,5}$/.test(port) ? Number(port) : CONTOUR_TCP_ADMIN_PORT;
+  return loopbackAddressFor(value, portNumber) ?? value;
+}
+
+/** The candidates of one kind of command (sidecar shutdown commands, or `contour bootstrap`). */
+function flagCandidates(
+  commands: readonly UpstreamCommand[],
+  socketVolume: boolean,
+  sources: { address: AdminAddressSource; port: AdminAddressSource },
+  warnings: string[],
+): { address: Candidate[]; port: Candidate[] } {
+  const address: Candidate[] = [];
+  const port: Candidate[] = [];
+  for (const command of commands) {
+    const addressFlag = flagOf(command, 'admin-address');
+    if (addressFlag?.value !== undefined) {
+      address.push({ value: addressFlagValue(command, addressFlag.value), source: sources.address, reason: `${addressFlag.text} of ${describeCommand(command)}` });
+      continue;
+    }
+    const portFlag = flagOf(command, 'admin-port');
+    if (portFlag?.value === undefined || command.program !== 'contour') continue;
+    if (socketVolume) {
+      warnings.push(
+        `${portFlag.text} of ${describeCommand(command)} ignored: Envoy has the /admin emptyDir of Contour's admin socket, ` +
+          'and from the socket on Contour ignores this deprecated flag',
+      );
+      continue;
+    }
+    port.push({ value: `http://127.0.0.1:${portFlag.value}`, source: sources.port, reason: `${portFlag.text} of ${describeCommand(command)}` });
+  }
+  return { address, port };
+}
+
+function isContourPod(sidecars: readonly SidecarRef[], shutdowns: readonly UpstreamCommand[], bootstraps: readonly UpstreamCommand[]): boolean {
+  return sidecars.some((s) => s.flavor === 'contour') || shutdowns.some((c) => c.program === 'contour') || bootstraps.length > 0;
 }
 
 export function resolveAdminAddress(
@@ -91,26 +135,50 @@ export function resolveAdminAddress(
   if (fromArgs?.kind === 'unusable') {
     warnings.push(`Envoy's --config-yaml admin address (${fromArgs.description}) is not reachable from inside the pod; ignored`);
   }
-  const candidates: Candidate[] = [
-    { value: annotationValue, source: 'annotation' },
-    {
-      value: fromArgs !== undefined && fromArgs.kind !== 'unusable' ? fromArgs.address : undefined,
-      source: 'envoy-args',
-    },
-    { value: drainguardHookAdmin(envoy.lifecycle?.preStop), source: 'drainguard-hook' },
-    { value: sidecarFlagAddress(sidecars), source: 'sidecar-flag' },
-    sidecarDefault(sidecars),
-    { value: adminVolumeSocket(pod, envoy), source: 'admin-volume' },
-  ];
+  const socketVolume = hasAdminSocketVolume(pod, envoy);
+  const shutdowns = shutdownCommands(envoy, sidecars);
+  const bootstraps = contourBootstrapCommands(pod);
+  const sidecarFlags = flagCandidates(shutdowns, socketVolume, { address: 'sidecar-admin-address', port: 'sidecar-admin-port' }, warnings);
+  const bootstrapFlags = flagCandidates(bootstraps, socketVolume, { address: 'bootstrap-flag', port: 'bootstrap-flag' }, warnings);
+
+  const candidates: Candidate[] = [];
+  if (annotationValue !== undefined) candidates.push({ value: annotationValue, source: 'annotation', reason: `the ${ANNOTATION} annotation` });
+  if (fromArgs !== undefined && fromArgs.kind !== 'unusable') {
+    candidates.push({ value: fromArgs.address, source: 'envoy-args', reason: "admin.address in Envoy's --config-yaml" });
+  }
+  const previous = drainguardHookAdmin(envoy.lifecycle?.preStop);
+  if (previous !== undefined) candidates.push({ value: previous, source: 'drainguard-hook', reason: "drainguard's own preStop from an earlier run" });
+  candidates.push(...sidecarFlags.address, ...sidecarFlags.port, ...bootstrapFlags.address, ...bootstrapFlags.port);
+  if (socketVolume) {
+    candidates.push({ value: CONTOUR_ADMIN_SOCKET, source: 'admin-volume', reason: "Contour's admin socket: an emptyDir mounted at /admin in Envoy" });
+  } else if (isContourPod(sidecars, shutdowns, bootstraps)) {
+    candidates.push({
+      value: `http://127.0.0.1:${CONTOUR_TCP_ADMIN_PORT}`,
+      source: 'contour-tcp',
+      reason: `Contour release without the admin socket: no /admin emptyDir (up to v1.18.0 Contour's admin listens on 127.0.0.1:${CONTOUR_TCP_ADMIN_PORT})`,
+    });
+  }
+  if (sidecars.some((s) => s.flavor === 'envoy-gateway')) {
+    candidates.push({ value: ENVOY_GATEWAY_ADMIN_ADDRESS, source: 'envoy-gateway-default', reason: "Envoy Gateway's shutdown-manager: its admin is always 127.0.0.1:19000" });
+  }
+
   const bind: ResolvedAdmin['bind'] =
     fromArgs?.kind !== 'tcp' ? 'unknown' : ['0.0.0.0', '::', '[::]'].includes(fromArgs.bindHost) ? 'wildcard' : 'loopback';
   for (const candidate of candidates) {
-    if (candidate.value === undefined) continue;
     const reading = readAdminAddress(candidate.value);
-    if (reading.ok) return { admin: { address: reading.address, source: candidate.source, bind }, warnings };
-    warnings.push(`admin address ${JSON.stringify(candidate.value)} (from ${candidate.source}) is not a unix socket or loopback address; ignored`);
+    if (reading.ok) return { admin: { address: reading.address, source: candidate.source, reason: candidate.reason, guessed: false, bind }, warnings };
+    warnings.push(`admin address ${JSON.stringify(candidate.value)} (from ${candidate.reason}) is not a unix socket or loopback address; ignored`);
   }
   const fallback = readAdminAddress(DEFAULT_ADMIN_ADDRESS);
   if (!fallback.ok) throw new Error(`drainguard bug: the default admin address is refused: ${fallback.problem}`);
-  return { admin: { address: fallback.address, source: 'default', bind }, warnings };
+  const reason = "Envoy's conventional admin port; nothing in the pod shows where Envoy's admin listens";
+  return { admin: { address: fallback.address, source: 'default', reason, guessed: true, bind }, warnings };
+}
+
+/** The warning for a guessed admin address: what drainguard used, and what to set instead. */
+export function guessedAdminWarning(envoy: Container, admin: ResolvedAdmin): string {
+  return (
+    `container ${envoy.name}: the drain's admin address ${admin.address.text} is a guess (Envoy's usual admin port; nothing in ` +
+    `the pod shows where the admin listens): set the ${ANNOTATION} annotation if it listens elsewhere`
+  );
 }

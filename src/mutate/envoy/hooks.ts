@@ -2,7 +2,7 @@
  * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
  * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
  */
-import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../../drain-contract';
+import { DRAIN_SUBCOMMAND, parseDrainArguments, PROGRAM_NAME, type DrainArguments } from '../../drain-contract';
 import type { LifecycleHandler } from '../k8s';
 import { basename, type SidecarRef } from './detect';
 import { resolvePort } from './ports';
@@ -15,7 +15,12 @@ export type PreStopKind =
   /** A shutdown-manager handshake or a stand-in for one: replaced. */
   | 'shutdown-manager'
   /** Something else: kept, and the drain is not installed. */
-  | 'user';
+  | 'user'
+  /**
+   * Something else that replaced drainguard's drain after it was installed (the status annotation
+   * records the preStop): a later webhook's doing on re-invocation. Replaced back, with a warning.
+   */
+  | 'replaced-drain';
 
 /** Ports the shutdown-manager serves its blocking endpoints on: Contour 8090, Envoy Gateway 19002, or declared. */
 const KNOWN_SHUTDOWN_PORTS = [8090, 19002];
@@ -87,6 +92,19 @@ export function drainguardHookAdmin(handler: LifecycleHandler | undefined): stri
   const command = handler?.exec?.command ?? [];
   const at = command.indexOf('--admin');
   return at === -1 ? undefined : command[at + 1];
+}
+
+/**
+ * The settings of drainguard's own hook from an earlier run, read with the drain program's own parser;
+ * `unreadable` when the program would refuse them (a hand-edited hook).
+ */
+export function drainguardHookSettings(handler: LifecycleHandler | undefined): { settings: DrainArguments } | { unreadable: string } | undefined {
+  if (!isDrainguardHook(handler)) return undefined;
+  try {
+    return { settings: parseDrainArguments((handler?.exec?.command ?? []).slice(2)) };
+  } catch (error) {
+    return { unreadable: (error as Error).message };
+  }
 }
 
 /** One-line description of a hook for warnings. */

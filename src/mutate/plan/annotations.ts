@@ -5,6 +5,7 @@
  * Envoy's preStop hook. An invalid value denies the pod with a message naming the annotation, the
  * value and the accepted form, so the workload's events explain the rejection.
  */
+import { DRAIN_SETTING_RANGES } from '../../config/ranges';
 import type { SidecarMode } from '../../config/types';
 import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../../drain-contract';
 import { compareExact, parseQuantity } from '../k8s/quantity';
@@ -43,12 +44,15 @@ export interface Overrides {
   envoyContainer?: string;
 }
 
-export type OverridesReading =
-  | { ok: true; overrides: Overrides; warnings: string[] }
-  | { ok: false; message: string; warnings: string[] };
+/** Every override read; `problems` names each invalid annotation (any problem denies the pod). */
+export interface OverridesReading {
+  overrides: Overrides;
+  problems: string[];
+  warnings: string[];
+}
 
-/** Longest drain delay or minimum drain an annotation may ask for. */
-export const MAX_DURATION_SECONDS = 3600;
+/** Longest drain delay or minimum drain an annotation may ask for: what the configuration accepts. */
+export const MAX_DURATION_SECONDS = Math.min(DRAIN_SETTING_RANGES.drainDelaySeconds.max, DRAIN_SETTING_RANGES.minDrainSeconds.max);
 const MAX_QUANTITY_LENGTH = 32;
 
 const DURATION_FORM = `whole seconds with an "s" suffix, 0s to ${MAX_DURATION_SECONDS}s (e.g. "5s")`;
@@ -56,7 +60,7 @@ const COUNT_FORM = `a non-negative whole number up to ${MAX_MIN_CONNECTIONS} (e.
 const QUANTITY_FORM = 'a positive Kubernetes quantity (e.g. "100m", "0.5", "128Mi", "1G")';
 const SIDECAR_MODE_FORM = '"remove" or "disarm"';
 const CONTAINER_NAME_FORM = 'the name of one of the pod\'s containers (a DNS label)';
-export const INJECT_FORM = '"enabled" or "disabled"';
+const INJECT_FORM = '"enabled" or "disabled"';
 
 const COUNT = /^(0|[1-9][0-9]{0,6})$/;
 
@@ -123,13 +127,18 @@ const RULES: OverrideRule<keyof Overrides>[] = [
 
 const SETTABLE_ANNOTATIONS = [...KNOWN_ANNOTATIONS].filter((key) => key !== Annotations.status).join(', ');
 
-/** Reads every override annotation; any invalid one makes the whole reading a denial. */
+/**
+ * Reads every drainguard annotation: `drainguard.io/inject` and the overrides. An invalid one is a
+ * problem; the caller denies the pod naming all of them, so one bad value never hides another.
+ */
 export function readOverrides(annotations: Record<string, string> | undefined): OverridesReading {
   const overrides: Overrides = {};
   const problems: string[] = [];
   const warnings: string[] = [];
   const all = annotations ?? {};
 
+  const inject = all[Annotations.inject];
+  if (inject !== undefined && inject !== 'enabled') problems.push(invalidAnnotationMessage(Annotations.inject, String(inject), INJECT_FORM));
   for (const rule of RULES) {
     const value = all[rule.key];
     if (value === undefined) continue;
@@ -142,6 +151,5 @@ export function readOverrides(annotations: Record<string, string> | undefined): 
     if (key.startsWith(ANNOTATION_PREFIX) && !KNOWN_ANNOTATIONS.has(key)) warnings.push(`unknown annotation ${key} ignored (known: ${SETTABLE_ANNOTATIONS})`);
   }
 
-  if (problems.length > 0) return { ok: false, message: problems.join('; '), warnings };
-  return { ok: true, overrides, warnings };
+  return { overrides, problems, warnings };
 }

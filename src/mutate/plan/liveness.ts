@@ -1,10 +1,14 @@
 /**
- * The grace-period-aware liveness probe drainguard gives an Envoy that has none.
+ * The liveness probe drainguard gives an Envoy that has none, and the startup probe that goes with it
+ * (docs/design.md, "The liveness probe").
  *
- * An Envoy stuck in DRAINING (its health check failed by a restarted sidecar) never recovers by
- * itself; a liveness probe on the readiness endpoint restarts it. But a legitimate drain also fails
- * readiness for up to the whole grace period, so the probe's failure budget
- * (initialDelaySeconds + periodSeconds × failureThreshold) must exceed the grace period plus a margin.
+ * An Envoy stuck in DRAINING (its health check failed by a stray `/healthcheck/fail`) or wedged never
+ * recovers by itself; a liveness probe on its readiness endpoint restarts it. The kubelet stops
+ * liveness and startup probes as soon as a pod starts terminating, before it runs preStop hooks, so a
+ * legitimate drain (readiness failing for up to the grace period) can never trip the probe: it is
+ * tuned for quick recovery, not to outlast the grace period. Envoy's `/ready` fails until its first
+ * configuration arrives, so a startup probe on the same target holds the liveness probe back while a
+ * slow control plane delivers it.
  */
 import type { Config } from '../../config/types';
 import type { ResolvedAdmin } from '../envoy/admin';
@@ -13,17 +17,21 @@ import type { Container, HTTPGetAction, Probe } from '../k8s';
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;
 const DEFAULT_FAILURE_THRESHOLD = 3;
-/** Probe thresholds are int32 in the Pod API. */
-const MAX_FAILURE_THRESHOLD = 2 ** 31 - 1;
 
-export function livenessBudgetSeconds(probe: Probe): number {
-  return (
-    (probe.initialDelaySeconds ?? 0) +
-    (probe.periodSeconds ?? DEFAULT_PERIOD_SECONDS) * (probe.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD)
-  );
+/**
+ * How long a probe fails on a running container before the kubelet acts: periodSeconds ×
+ * failureThreshold. initialDelaySeconds only delays the first probe after the container starts.
+ */
+export function probeBudgetSeconds(probe: Probe): number {
+  return (probe.periodSeconds ?? DEFAULT_PERIOD_SECONDS) * (probe.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD);
 }
 
-export type DesiredProbe = { probe: Probe; capped?: string } | { skipped: string };
+/**
+ * The probes drainguard writes for this Envoy. The liveness probe is added only when Envoy has none
+ * (a probe of Envoy's own is never touched); the startup probe only when `addStartup`, i.e. Envoy had
+ * neither a liveness nor a startup probe of its own.
+ */
+export type DesiredProbes = { liveness: Probe; startup: Probe; addStartup: boolean } | { skipped: string };
 
 function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | string {
   const readiness = envoy.readinessProbe?.httpGet;
@@ -48,28 +56,19 @@ function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | st
   return { path: '/ready', port: admin.address.port };
 }
 
-/** The probe drainguard would add for this Envoy and grace period. */
-export function desiredLivenessProbe(envoy: Container, admin: ResolvedAdmin, graceSeconds: number, config: Config): DesiredProbe {
+export function desiredProbes(envoy: Container, admin: ResolvedAdmin, config: Config): DesiredProbes {
   const target = probeTarget(envoy, admin);
   if (typeof target === 'string') return { skipped: target };
-  const { periodSeconds, timeoutSeconds, marginSeconds, terminationGracePeriodSeconds } = config.liveness;
-  // The smallest threshold whose budget strictly exceeds grace + margin, within 1..int32.
-  const wanted = Math.max(1, Math.floor((graceSeconds + marginSeconds) / periodSeconds) + 1);
-  const failureThreshold = Math.min(wanted, MAX_FAILURE_THRESHOLD);
-  const capped =
-    wanted > MAX_FAILURE_THRESHOLD
-      ? `its failureThreshold is capped at ${MAX_FAILURE_THRESHOLD} (int32), a budget of ${periodSeconds * failureThreshold}s, ` +
-        `which does not outlast the ${graceSeconds}s grace period`
-      : undefined;
-  return {
-    ...(capped !== undefined ? { capped } : {}),
-    probe: {
-      httpGet: target,
-      periodSeconds,
-      timeoutSeconds,
-      successThreshold: 1,
-      failureThreshold,
-      terminationGracePeriodSeconds,
-    },
-  };
+  const { periodSeconds, timeoutSeconds, failureThreshold, startupFailureThreshold, terminationGracePeriodSeconds } = config.liveness;
+  const probe = (failures: number): Probe => ({
+    httpGet: target,
+    periodSeconds,
+    timeoutSeconds,
+    successThreshold: 1,
+    failureThreshold: failures,
+    // Also bounds the preStop (the drain) that a probe-triggered restart runs.
+    terminationGracePeriodSeconds,
+  });
+  const addStartup = envoy.livenessProbe === undefined && envoy.startupProbe === undefined;
+  return { liveness: probe(failureThreshold), startup: probe(startupFailureThreshold), addStartup };
 }

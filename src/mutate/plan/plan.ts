@@ -4,15 +4,18 @@
  */
 import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand } from '../../drain-contract';
-import { resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
+import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
-import { classifyPreStop, describeHandler, type PreStopKind } from '../envoy/hooks';
+import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
+import { readSidecarDrainSettings } from '../envoy/sidecar-drain';
+import { shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
 import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports';
 import type { Container, Pod } from '../k8s';
 import type { PathSegment } from '../patch/builder';
 import type { Overrides } from './annotations';
-import { desiredLivenessProbe, type DesiredProbe } from './liveness';
+import { desiredProbes, type DesiredProbes } from './liveness';
+import { readStatus, type StatusRecord } from './status';
 import { drainTiming, gracePeriod, type DrainTiming, type GracePeriod } from './timing';
 
 /** Where the drain program is installed and the preStop command that runs it. */
@@ -32,8 +35,8 @@ export interface Plan {
   readonly timing: DrainTiming;
   readonly admin: ResolvedAdmin;
   readonly preStopKind: PreStopKind;
-  /** The probe Envoy gets when it has none (or why it gets none). */
-  readonly liveness: DesiredProbe;
+  /** The liveness (and startup) probe Envoy gets when it has no liveness probe (or why it gets none). */
+  readonly probes: DesiredProbes;
   /** Listener ports the drain does not count (probe and metrics traffic). */
   readonly excludedListenerPorts: readonly number[];
   /**
@@ -41,25 +44,91 @@ export interface Plan {
    * Undefined otherwise, and then neither the installer nor a sidecar change is made.
    */
   readonly drain: PlannedDrain | undefined;
+  /** drainguard's status annotation on the input pod: what an earlier pass did. */
+  readonly status: StatusRecord | undefined;
   /** Warnings about the decisions above, in the order they were made. */
   readonly warnings: string[];
 }
 
 const NOT_INSTALLED = 'no installer was added and the shutdown-manager sidecar (if any) was neither removed nor disarmed';
+const RECORDED = 'installed earlier (drainguard.io/status)';
+
+/**
+ * What a later change undid of drainguard's earlier pass, as the status annotation records it; the
+ * steps restore each (docs/design.md, "The status annotation and re-invocation").
+ */
+function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
+  if (status === undefined) return [];
+  const found: string[] = [];
+  const preStop = envoy.lifecycle?.preStop;
+  if (status.actions.includes('prestop') && !isDrainguardHook(preStop)) {
+    found.push(
+      preStop === undefined
+        ? `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, is gone; restored`
+        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${describeHandler(preStop)} (a later webhook?); restored`,
+    );
+  }
+  const installer = config.installer.containerName;
+  if (status.actions.includes('installer') && !(pod.spec.initContainers ?? []).some((c) => c.name === installer)) {
+    found.push(`init container ${installer}, ${RECORDED}, is gone; added again`);
+  }
+  if (status.actions.includes('sidecar-removed') && mode === 'remove') {
+    for (const { container } of sidecars) {
+      found.push(`container ${container.name}: the shutdown-manager came back after drainguard removed it (drainguard.io/status); removed again`);
+    }
+  }
+  return found;
+}
+
+/** Sidecar preStops that go with the drain's installation although no drain setting could be read from them. */
+function unreadableSidecarHooks(sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): string[] {
+  const found: string[] = [];
+  const read = new Set(commands.filter((command) => command.place === 'preStop').map((command) => command.containerName));
+  for (const { container } of sidecars) {
+    const hook = container.lifecycle?.preStop;
+    if (hook === undefined || read.has(container.name)) continue;
+    found.push(
+      `container ${container.name}: its preStop (${describeHandler(hook)}) goes with the sidecar and is not a command drainguard ` +
+        "can read drain settings from; drainguard's configured defaults apply",
+    );
+  }
+  return found;
+}
 
 export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
   const envoy = pod.spec.containers[envoyIndex] as Container;
   const warnings: string[] = [];
   const sidecars = findShutdownManagers(pod, config, envoyIndex);
+  const sidecarMode = overrides.sidecarMode ?? config.sidecarMode;
   const grace = gracePeriod(pod, config);
-  const timing = drainTiming(grace.effectiveSeconds, overrides, config);
+  const preStop = envoy.lifecycle?.preStop;
+  const status = readStatus(pod);
+  const installTarget = findInstallTarget(pod, envoy, config);
+  // drainguard installed its drain here before: whatever took its place since is a later change to undo.
+  const drainWasInstalled = status?.actions.includes('prestop') === true;
+  const classified = classifyPreStop(preStop, sidecars);
+  const preStopKind: PreStopKind = classified === 'user' && drainWasInstalled ? 'replaced-drain' : classified;
+  const installs = preStopKind !== 'user' && installTarget.kind !== 'impossible';
+
+  // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
+  // carried over into the drain, or reported.
+  const commands = shutdownCommands(envoy, sidecars);
+  const carried = readSidecarDrainSettings(commands, (command) => command.place === 'preStop' || sidecarMode === 'remove');
+  const previousHook = drainguardHookSettings(preStop);
+  const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
+  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
   for (const warning of timing.warnings) warnings.push(warning);
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
+  if (installs) {
+    for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
+    for (const warning of carried.warnings) warnings.push(warning);
+    for (const warning of unreadableSidecarHooks(sidecars, commands)) warnings.push(warning);
+    if (previousHook !== undefined && 'unreadable' in previousHook) {
+      warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
+    }
+  }
 
-  const preStop = envoy.lifecycle?.preStop;
-  const preStopKind = classifyPreStop(preStop, sidecars);
-  const installTarget = findInstallTarget(pod, envoy, config);
   if (preStopKind === 'user' && preStop !== undefined) {
     warnings.push(
       `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and was kept: ` +
@@ -88,18 +157,22 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
           }),
         };
 
+  // A guessed address matters only to a drain that uses it.
+  if (drain !== undefined && admin.guessed) warnings.push(guessedAdminWarning(envoy, admin));
+
   return {
     config,
     overrides,
     envoyIndex,
     envoyPath: ['spec', 'containers', envoyIndex],
     sidecars,
-    sidecarMode: overrides.sidecarMode ?? config.sidecarMode,
+    sidecarMode,
     grace,
     timing,
     admin,
     preStopKind,
-    liveness: desiredLivenessProbe(envoy, admin, grace.effectiveSeconds, config),
+    status,
+    probes: desiredProbes(envoy, admin, config),
     excludedListenerPorts: excluded,
     drain,
     warnings,

@@ -1,11 +1,13 @@
 /** The shutdown plan as `inject --explain` and logs show it, read from the plan and the resulting Envoy. */
 import type { AdminAddressSource } from '../envoy/admin';
-import type { Container } from '../k8s';
+import type { Container, Probe } from '../k8s';
 import { jsonEqual } from '../patch/json';
-import { livenessBudgetSeconds } from './liveness';
+import { probeBudgetSeconds } from './liveness';
 import type { Plan } from './plan';
+import type { DrainSetting, DrainValueSource } from './timing';
 
 export type { AdminAddressSource };
+export type { DrainSetting, DrainValueOrigin, DrainValueSource } from './timing';
 
 /** The shutdown plan drainguard computed for an Envoy pod (`inject --explain`, logs). */
 export interface ShutdownTimeline {
@@ -18,25 +20,46 @@ export interface ShutdownTimeline {
   deadlineSeconds: number;
   minConnections: number;
   adminAddress: string;
-  /** initialDelaySeconds + periodSeconds × failureThreshold of Envoy's liveness probe, if any. */
+  /**
+   * periodSeconds × failureThreshold of Envoy's liveness probe, if any: how long a stuck running Envoy
+   * lasts before the kubelet restarts it (initialDelaySeconds only delays the first probe).
+   */
   livenessBudgetSeconds: number | null;
-  livenessSource: 'drainguard' | 'user' | 'none';
+  livenessSource: ProbeSource;
   // The three fields below are for `--explain` and logs. `mutate` always fills them; they are
   // optional only so that code building a timeline by hand keeps compiling.
+  /** The drain program's poll interval (`--poll-interval`). */
+  pollIntervalSeconds?: number;
+  /** Where each drain value came from: annotation, an earlier hook, a sidecar flag, the configuration, the grace period. */
+  drainSources?: Record<DrainSetting, DrainValueSource>;
   /** Where `adminAddress` came from (docs/design.md, "The admin address"). */
   adminAddressSource?: AdminAddressSource;
+  /** The same, in words: the flag, the pod's shape, or why it is a guess. */
+  adminAddressReason?: string;
+  /** Nothing in the pod confirms the address (the last resort): a warning says what to set. */
+  adminAddressGuessed?: boolean;
   /** Listener ports the drain ignores (probe and metrics traffic). */
   excludedListenerPorts?: number[];
   /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
   drainInstalled?: boolean;
+  /** periodSeconds × failureThreshold of Envoy's startup probe, if any: how long Envoy may take to become ready. */
+  startupBudgetSeconds?: number | null;
+  startupSource?: ProbeSource;
+}
+
+/** Who wrote a probe Envoy ends up with. */
+export type ProbeSource = 'drainguard' | 'user' | 'none';
+
+function probeSource(probe: Probe | undefined, planned: Probe | undefined): ProbeSource {
+  if (probe === undefined) return 'none';
+  return planned !== undefined && jsonEqual(planned, probe) ? 'drainguard' : 'user';
 }
 
 /** The timeline of `plan`, with the liveness probe as `envoy` (the resulting Envoy) has it. */
 export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline {
-  const { grace, timing, admin, liveness } = plan;
-  const probe = envoy.livenessProbe;
-  let livenessSource: ShutdownTimeline['livenessSource'] = 'none';
-  if (probe !== undefined) livenessSource = 'probe' in liveness && jsonEqual(liveness.probe, probe) ? 'drainguard' : 'user';
+  const { grace, timing, admin, probes } = plan;
+  const planned = 'skipped' in probes ? undefined : probes;
+  const { livenessProbe, startupProbe } = envoy;
   return {
     gracePeriodSeconds: grace.effectiveSeconds,
     gracePeriodSource: grace.source,
@@ -45,10 +68,24 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     deadlineSeconds: timing.deadlineSeconds,
     minConnections: timing.minConnections,
     adminAddress: admin.address.text,
-    livenessBudgetSeconds: probe === undefined ? null : livenessBudgetSeconds(probe),
-    livenessSource,
+    livenessBudgetSeconds: livenessProbe === undefined ? null : probeBudgetSeconds(livenessProbe),
+    // drainguard's own probe is recognised on a second pass too: the plan is the same.
+    livenessSource: probeSource(livenessProbe, planned?.liveness),
+    pollIntervalSeconds: timing.pollIntervalSeconds,
+    // Copies: a caller may keep or change the timeline without touching the plan.
+    drainSources: {
+      deadline: { ...timing.sources.deadline },
+      drainDelay: { ...timing.sources.drainDelay },
+      minDrain: { ...timing.sources.minDrain },
+      minConnections: { ...timing.sources.minConnections },
+      pollInterval: { ...timing.sources.pollInterval },
+    },
     adminAddressSource: admin.source,
+    adminAddressReason: admin.reason,
+    adminAddressGuessed: admin.guessed,
     excludedListenerPorts: [...plan.excludedListenerPorts],
     drainInstalled: plan.drain !== undefined,
+    startupBudgetSeconds: startupProbe === undefined ? null : probeBudgetSeconds(startupProbe),
+    startupSource: probeSource(startupProbe, planned?.startup),
   };
 }

@@ -1,12 +1,19 @@
 /**
- * The pod's effective grace period, and the drain's time budget derived from it. The kubelet kills
- * Envoy when the grace period ends whatever the hook is doing, so the drain must finish a margin
- * earlier, and the drain delay plus the minimum drain must fit inside that deadline.
+ * The pod's effective grace period, and the drain's settings derived from it and from what the pod
+ * says. The kubelet kills Envoy when the grace period ends whatever the hook is doing, so the drain
+ * must finish a margin earlier, and the drain delay plus the minimum drain must fit inside that
+ * deadline.
+ *
+ * Each setting comes from the first of: its `drainguard.io/*` annotation, drainguard's own hook from an
+ * earlier run (so a re-invocation, or `inject` run twice, writes the same hook after the sidecar is
+ * gone), the shutdown-manager's flag, drainguard's configuration. Every value records where it came
+ * from and what was changed to fit (docs/pod-changes.md, "Drain settings").
  */
-import type { Config } from '../../config/types';
-import { MAX_DEADLINE_SECONDS } from '../../drain-contract';
+import type { Config, DrainConfig } from '../../config/types';
+import { MAX_DEADLINE_SECONDS, type DrainArguments } from '../../drain-contract';
+import type { CarriedSetting, CarriedValue } from '../envoy/sidecar-drain';
 import type { Pod } from '../k8s';
-import type { Overrides } from './annotations';
+import { Annotations, type Overrides } from './annotations';
 
 /** What Kubernetes uses when terminationGracePeriodSeconds is unset. */
 export const KUBERNETES_DEFAULT_GRACE_SECONDS = 30;
@@ -32,51 +39,166 @@ export function gracePeriod(pod: Pod, config: Config): GracePeriod {
 /** Below this, a drain cannot achieve anything useful; the grace period is too short. */
 export const MIN_DEADLINE_SECONDS = 5;
 
+/** Where a drain value came from. */
+export type DrainValueOrigin = 'annotation' | 'drainguard-hook' | 'sidecar-flag' | 'configuration' | 'grace-period';
+
+export interface DrainValueSource {
+  origin: DrainValueOrigin;
+  /** In words, with what was changed to fit: `--check-delay=5s of ...; shortened to fit the 20s deadline`. */
+  detail: string;
+}
+
+export type DrainSetting = 'deadline' | 'drainDelay' | 'minDrain' | 'minConnections' | 'pollInterval';
+
 export interface DrainTiming {
   deadlineSeconds: number;
   drainDelaySeconds: number;
   minDrainSeconds: number;
   minConnections: number;
   pollIntervalSeconds: number;
+  sources: Record<DrainSetting, DrainValueSource>;
   warnings: string[];
 }
 
-export function drainTiming(graceSeconds: number, overrides: Overrides, config: Config): DrainTiming {
-  const warnings: string[] = [];
-  let deadline = graceSeconds - config.drain.deadlineMarginSeconds;
-  if (deadline > MAX_DEADLINE_SECONDS) {
-    deadline = MAX_DEADLINE_SECONDS;
-    warnings.push(
-      `terminationGracePeriodSeconds ${graceSeconds}: the drain deadline is capped at ${MAX_DEADLINE_SECONDS}s, ` +
-        'the longest the drain program accepts',
-    );
-  } else if (deadline < MIN_DEADLINE_SECONDS) {
-    // Never a zero or negative deadline; within the grace period when at all possible.
-    deadline = Math.max(1, Math.min(graceSeconds, MIN_DEADLINE_SECONDS));
-    warnings.push(
-      `terminationGracePeriodSeconds ${graceSeconds} leaves no room for a drain after the ${config.drain.deadlineMarginSeconds}s margin: ` +
-        `the drain deadline is ${deadline}s; raise the grace period (or enable gracePeriodFloor)`,
-    );
-  }
+/** What the pod says about the drain, besides its grace period. */
+export interface DrainInputs {
+  overrides: Overrides;
+  /** drainguard's own hook from an earlier run. */
+  previous: DrainArguments | undefined;
+  /** Settings carried over from the shutdown-manager's flags. */
+  sidecar: Partial<Record<CarriedSetting, CarriedValue>>;
+}
 
-  let drainDelay = overrides.drainDelaySeconds ?? config.drain.drainDelaySeconds;
-  let minDrain = overrides.minDrainSeconds ?? config.drain.minDrainSeconds;
-  if (drainDelay + minDrain > deadline) {
-    const wanted = `drain delay ${drainDelay}s + minimum drain ${minDrain}s`;
-    // Load balancer deregistration (the delay) matters more than a minimum drain time.
-    drainDelay = Math.min(drainDelay, deadline);
-    minDrain = Math.max(0, Math.min(minDrain, deadline - drainDelay));
+interface Picked {
+  value: number;
+  source: DrainValueSource;
+}
+
+const PREVIOUS_HOOK = "drainguard's own preStop from an earlier run";
+
+interface Previous {
+  value: number;
+  detail: string;
+}
+
+/** Whole seconds from the hook's milliseconds; a hand-edited sub-second value is rounded up, and said so. */
+function previousSeconds(ms: number | undefined, what: string, warnings: string[]): Previous | undefined {
+  if (ms === undefined) return undefined;
+  const value = Math.ceil(ms / 1000);
+  if (ms % 1000 === 0) return { value, detail: PREVIOUS_HOOK };
+  warnings.push(`the ${what} of ${PREVIOUS_HOOK} is ${ms}ms: rounded up to ${value}s`);
+  return { value, detail: `${PREVIOUS_HOOK}, rounded up from ${ms}ms` };
+}
+
+function withAdjustments(detail: string, adjustments: readonly string[]): string {
+  return adjustments.length === 0 ? detail : `${detail}; ${adjustments.join(', ')}`;
+}
+
+/** The first of annotation, previous hook, sidecar flag and configuration that gives a setting. */
+function pick(
+  annotation: { key: string; value: number | undefined } | undefined,
+  previous: Previous | undefined,
+  sidecar: CarriedValue | undefined,
+  config: { key: keyof DrainConfig; value: number },
+): Picked {
+  if (annotation?.value !== undefined) return { value: annotation.value, source: { origin: 'annotation', detail: `the ${annotation.key} annotation` } };
+  if (previous !== undefined) return { value: previous.value, source: { origin: 'drainguard-hook', detail: previous.detail } };
+  if (sidecar !== undefined) return { value: sidecar.value, source: { origin: 'sidecar-flag', detail: withAdjustments(sidecar.from, sidecar.adjustments) } };
+  return { value: config.value, source: { origin: 'configuration', detail: `drainguard's configuration (drain.${config.key})` } };
+}
+
+/** The deadline from the grace period, then bounded by an earlier hook's or the sidecar's drain timeout. */
+function deadline(graceSeconds: number, inputs: DrainInputs, config: Config, warnings: string[]): Picked {
+  const margin = config.drain.deadlineMarginSeconds;
+  let value = graceSeconds - margin;
+  let detail = `grace period - ${margin}s (drain.deadlineMarginSeconds)`;
+  if (value > MAX_DEADLINE_SECONDS) {
+    value = MAX_DEADLINE_SECONDS;
+    detail = `capped at ${MAX_DEADLINE_SECONDS}s, the longest the drain program accepts`;
+    warnings.push(`terminationGracePeriodSeconds ${graceSeconds}: the drain deadline is ${detail}`);
+  } else if (value < MIN_DEADLINE_SECONDS) {
+    // Never a zero or negative deadline; within the grace period when at all possible.
+    value = Math.max(1, Math.min(graceSeconds, MIN_DEADLINE_SECONDS));
+    detail = `${value}s: the grace period leaves no room after the ${margin}s margin`;
     warnings.push(
-      `${wanted} do not fit in the ${deadline}s drain deadline: shortened to drain delay ${drainDelay}s and minimum drain ${minDrain}s`,
+      `terminationGracePeriodSeconds ${graceSeconds} leaves no room for a drain after the ${margin}s margin: ` +
+        `the drain deadline is ${value}s; raise the grace period (or enable gracePeriodFloor)`,
     );
   }
+  const fromGrace: Picked = { value, source: { origin: 'grace-period', detail } };
+
+  // A bound, never a way to outlast the grace period.
+  const previous = previousSeconds(inputs.previous?.deadlineMs, 'deadline', warnings);
+  const timeout = inputs.sidecar.drainTimeoutSeconds;
+  if (previous !== undefined) {
+    return previous.value < value ? { value: previous.value, source: { origin: 'drainguard-hook', detail: `${previous.detail}, shorter than ${detail}` } } : fromGrace;
+  }
+  if (timeout !== undefined) {
+    if (timeout.value < value) {
+      return { value: timeout.value, source: { origin: 'sidecar-flag', detail: withAdjustments(`${timeout.from}, shorter than ${detail}`, timeout.adjustments) } };
+    }
+    return { value, source: { origin: 'grace-period', detail: `${detail}; ${timeout.from} is not shorter` } };
+  }
+  return fromGrace;
+}
+
+export function drainTiming(graceSeconds: number, inputs: DrainInputs, config: Config): DrainTiming {
+  const warnings: string[] = [];
+  const { overrides, previous, sidecar } = inputs;
+  const deadlinePick = deadline(graceSeconds, inputs, config, warnings);
+  const deadlineSeconds = deadlinePick.value;
+
+  const drainDelay = pick(
+    { key: Annotations.drainDelay, value: overrides.drainDelaySeconds },
+    previousSeconds(previous?.drainDelayMs, 'drain delay', warnings),
+    sidecar.drainDelaySeconds,
+    { key: 'drainDelaySeconds', value: config.drain.drainDelaySeconds },
+  );
+  const minDrain = pick(
+    { key: Annotations.minDrain, value: overrides.minDrainSeconds },
+    previousSeconds(previous?.minDrainMs, 'minimum drain', warnings),
+    sidecar.minDrainSeconds,
+    { key: 'minDrainSeconds', value: config.drain.minDrainSeconds },
+  );
+  if (drainDelay.value + minDrain.value > deadlineSeconds) {
+    const wanted = `drain delay ${drainDelay.value}s + minimum drain ${minDrain.value}s`;
+    // Load balancer deregistration (the delay) matters more than a minimum drain time.
+    const shortened = `shortened to fit the ${deadlineSeconds}s deadline`;
+    const delay = Math.min(drainDelay.value, deadlineSeconds);
+    const min = Math.max(0, Math.min(minDrain.value, deadlineSeconds - delay));
+    if (delay !== drainDelay.value) drainDelay.source.detail += `; ${shortened}`;
+    if (min !== minDrain.value) minDrain.source.detail += `; ${shortened}`;
+    drainDelay.value = delay;
+    minDrain.value = min;
+    warnings.push(`${wanted} do not fit in the ${deadlineSeconds}s drain deadline: shortened to drain delay ${delay}s and minimum drain ${min}s`);
+  }
+  const minConnections = pick(
+    { key: Annotations.minConnections, value: overrides.minConnections },
+    previous === undefined ? undefined : { value: previous.minConnections, detail: PREVIOUS_HOOK },
+    sidecar.minConnections,
+    { key: 'minConnections', value: config.drain.minConnections },
+  );
+  // No annotation sets the poll interval.
+  const pollInterval = pick(
+    undefined,
+    previousSeconds(previous?.pollIntervalMs, 'poll interval', warnings),
+    sidecar.pollIntervalSeconds,
+    { key: 'pollIntervalSeconds', value: config.drain.pollIntervalSeconds },
+  );
 
   return {
-    deadlineSeconds: deadline,
-    drainDelaySeconds: drainDelay,
-    minDrainSeconds: minDrain,
-    minConnections: overrides.minConnections ?? config.drain.minConnections,
-    pollIntervalSeconds: config.drain.pollIntervalSeconds,
+    deadlineSeconds,
+    drainDelaySeconds: drainDelay.value,
+    minDrainSeconds: minDrain.value,
+    minConnections: minConnections.value,
+    pollIntervalSeconds: pollInterval.value,
+    sources: {
+      deadline: deadlinePick.source,
+      drainDelay: drainDelay.source,
+      minDrain: minDrain.source,
+      minConnections: minConnections.source,
+      pollInterval: pollInterval.source,
+    },
     warnings,
   };
 }

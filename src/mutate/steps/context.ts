@@ -7,6 +7,7 @@ import type { Plan } from '../plan/plan';
 export type MutationAction =
   | 'resource-requests'
   | 'liveness-probe'
+  | 'startup-probe'
   | 'installer'
   | 'prestop'
   | 'sidecar-disarmed'

@@ -1,36 +1,31 @@
 /**
- * Changes to the Envoy container itself, besides its requests: the liveness probe and the preStop
- * hook (docs/design.md, "The liveness probe" and "The preStop hook and its arguments").
+ * Changes to the Envoy container itself, besides its requests: the liveness and startup probes and
+ * the preStop hook (docs/design.md, "The liveness probe" and "The preStop hook and its arguments").
  */
 import type { LifecycleHandler } from '../k8s';
 import { jsonEqual } from '../patch/json';
-import { livenessBudgetSeconds } from '../plan/liveness';
 import { currentEnvoy, type StepContext } from './context';
 
 /**
- * The planned probe when Envoy has none. A user's probe is kept, with a warning when it could
- * restart Envoy during a legitimate drain.
+ * The planned liveness probe when Envoy has none. A probe of Envoy's own is kept as it is: the kubelet
+ * stops liveness probes before it runs preStop, so no liveness probe can cut a drain short.
  */
 export function applyLivenessProbe(context: StepContext): void {
   const envoy = currentEnvoy(context);
-  const grace = context.grace.effectiveSeconds;
-  if (envoy.livenessProbe !== undefined) {
-    const budget = livenessBudgetSeconds(envoy.livenessProbe);
-    if (budget <= grace) {
-      context.warn(
-        `container ${envoy.name}: its liveness probe gives up after ${budget}s, not more than the ${grace}s grace period: ` +
-          'it can restart Envoy during a legitimate drain (kept as is)',
-      );
-    }
+  if (envoy.livenessProbe !== undefined) return;
+  const { probes } = context;
+  if ('skipped' in probes) {
+    context.warn(`container ${envoy.name}: no liveness probe added: ${probes.skipped}`);
     return;
   }
-  const { liveness } = context;
-  if ('skipped' in liveness) {
-    context.warn(`container ${envoy.name}: no liveness probe added: ${liveness.skipped}`);
-    return;
-  }
-  if (liveness.capped !== undefined) context.warn(`container ${envoy.name}: liveness probe added, but ${liveness.capped}`);
-  context.builder.set([...context.envoyPath, 'livenessProbe'], liveness.probe);
+  context.builder.set([...context.envoyPath, 'livenessProbe'], probes.liveness);
+}
+
+/** The planned startup probe: Envoy had neither a liveness nor a startup probe of its own. */
+export function applyStartupProbe(context: StepContext): void {
+  const { probes } = context;
+  if ('skipped' in probes || !probes.addStartup || currentEnvoy(context).startupProbe !== undefined) return;
+  context.builder.set([...context.envoyPath, 'startupProbe'], probes.startup);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Pod } from '../k8s';
 import { PatchBuilder } from '../patch/builder';
 import type { Plan } from '../plan/plan';
 import type { MutationAction, StepContext } from './context';
-import { applyLivenessProbe, applyPreStop } from './envoy';
+import { applyLivenessProbe, applyPreStop, applyStartupProbe } from './envoy';
 import { applyInstaller } from './installer';
 import { applyGracePeriodFloor, applySafeToEvict, applyStatus } from './pod';
 import { applyRequests } from './requests';
@@ -25,8 +25,10 @@ interface Step {
 const STEPS: readonly Step[] = [
   // 1. cpu and memory requests for Envoy and for every sidecar that stays.
   { action: 'resource-requests', apply: applyRequests },
-  // 2. a liveness probe on Envoy that outlasts the grace period, when it has none.
+  // 2. a liveness probe on Envoy that recovers it when stuck, when it has none;
   { action: 'liveness-probe', apply: applyLivenessProbe },
+  //    and a startup probe on the same target, when Envoy had neither probe of its own.
+  { action: 'startup-probe', apply: applyStartupProbe },
   // 3. the init container that installs the drain program (and its volume, when it needs its own).
   { action: 'installer', apply: applyInstaller },
   // 4. Envoy's preStop runs the drain program.
@@ -52,7 +54,12 @@ export function applySteps(pod: Pod, plan: Plan): { builder: PatchBuilder; actio
     step.apply(context);
     if (builder.size > before) actions.push(step.action);
   }
-  // 9. the status annotation, always.
-  applyStatus(builder, actions);
-  return { builder, actions: [...actions, 'status'] };
+  // 9. the status annotation: what this pass and the earlier ones did, in step order. Unchanged when a
+  //    re-invocation found everything in place, so such a pass adds no operation at all.
+  const recorded = new Set<string>([...(plan.status?.actions ?? []), ...actions]);
+  const wrote = applyStatus(
+    builder,
+    STEPS.map((step) => step.action).filter((action) => recorded.has(action)),
+  );
+  return { builder, actions: wrote ? [...actions, 'status'] : actions };
 }

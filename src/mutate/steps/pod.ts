@@ -3,7 +3,6 @@
  * status annotation that records what drainguard did.
  */
 import { VERSION } from '../../version';
-import type { Pod } from '../k8s';
 import type { PatchBuilder } from '../patch/builder';
 import { Annotations, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../plan/annotations';
 import type { MutationAction, StepContext } from './context';
@@ -40,37 +39,15 @@ export function applyGracePeriodFloor(context: StepContext): void {
   context.builder.set(['spec', 'terminationGracePeriodSeconds'], context.grace.effectiveSeconds);
 }
 
-export interface StatusRecord {
-  version: string;
-  actions: MutationAction[];
-}
-
-export function readStatus(pod: Pod): StatusRecord | undefined {
-  const text = pod.metadata?.annotations?.[Annotations.status];
-  if (typeof text !== 'string') return undefined;
-  try {
-    const parsed = JSON.parse(text) as Partial<StatusRecord>;
-    if (typeof parsed.version !== 'string' || !Array.isArray(parsed.actions)) return undefined;
-    return { version: parsed.version, actions: parsed.actions };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A pod carrying the current version's status is returned unchanged: the webhook may see a pod
- * twice (reinvocationPolicy IfNeeded), and every change is keyed by name anyway.
- */
-export function hasCurrentStatus(pod: Pod): boolean {
-  return readStatus(pod)?.version === VERSION;
-}
-
 /** Compact JSON, keys in a fixed order: byte-identical output for identical actions. */
 export function statusValue(actions: readonly MutationAction[]): string {
-  const record: StatusRecord = { version: VERSION, actions: [...actions] };
-  return JSON.stringify(record);
+  return JSON.stringify({ version: VERSION, actions: [...actions] });
 }
 
-export function applyStatus(builder: PatchBuilder, actions: readonly MutationAction[]): void {
-  builder.set(['metadata', 'annotations', Annotations.status], statusValue(actions));
+/** Writes the status unless it already says exactly this; true when it wrote it. */
+export function applyStatus(builder: PatchBuilder, actions: readonly MutationAction[]): boolean {
+  const value = statusValue(actions);
+  if (builder.draft.metadata?.annotations?.[Annotations.status] === value) return false;
+  builder.set(['metadata', 'annotations', Annotations.status], value);
+  return true;
 }

@@ -26,7 +26,8 @@ function loaderAccepts(config: object): boolean {
 const NUMERIC_SETTINGS: { section: string; key: string; min: number; max: number }[] = [
   { section: 'liveness', key: 'periodSeconds', min: 1, max: 3600 },
   { section: 'liveness', key: 'timeoutSeconds', min: 1, max: 3600 },
-  { section: 'liveness', key: 'marginSeconds', min: 0, max: 3600 },
+  { section: 'liveness', key: 'failureThreshold', min: 1, max: 3600 },
+  { section: 'liveness', key: 'startupFailureThreshold', min: 1, max: 3600 },
   { section: 'liveness', key: 'terminationGracePeriodSeconds', min: 1, max: 3600 },
   { section: 'drain', key: 'deadlineMarginSeconds', min: 0, max: 3600 },
   { section: 'drain', key: 'drainDelaySeconds', min: 0, max: 3600 },
@@ -57,6 +58,7 @@ test.each([
   ['sidecarMode', { sidecarMode: 'delete' }],
   ['requests.envoy.cpu', { requests: { envoy: { cpu: 'lots' } } }],
   ['an unknown key', { drain: { minDrainSecond: 5 } }],
+  ['the retired liveness.marginSeconds', { liveness: { marginSeconds: 30 } }],
   ['installer.imagePullPolicy', { installer: { imagePullPolicy: 'Sometimes' } }],
 ])('both refuse a bad %s', (_label, config) => {
   expect(loaderAccepts(config)).toBe(false);

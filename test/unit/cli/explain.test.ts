@@ -17,12 +17,14 @@ describe('formatExplanation', () => {
       [
         'envoy.yaml: document 1: DaemonSet projectcontour/envoy: mutated (prestop, liveness-probe)',
         "  grace period      300s                     the pod's terminationGracePeriodSeconds",
-        '  drain delay       0s                       wait before failing health checks',
-        '  minimum drain     5s                       never finish the drain earlier',
-        '  deadline          290s                     preStop --deadline: grace period - 10s',
-        '  liveness budget   340s                     probe added by drainguard; outlasts the grace period by 40s',
-        '  admin address     unix:/admin/admin.sock',
-        '  min connections   0                        drain done at or below this many connections',
+        "  drain delay       0s                       drainguard's configuration (drain.drainDelaySeconds)",
+        "  minimum drain     5s                       drainguard's configuration (drain.minDrainSeconds)",
+        "  poll interval     1s                       drainguard's configuration (drain.pollIntervalSeconds)",
+        '  deadline          290s                     grace period - 10s (drain.deadlineMarginSeconds)',
+        "  min connections   0                        drainguard's configuration (drain.minConnections)",
+        '  liveness budget   60s                      probe added by drainguard; restarts a stuck Envoy after this long; stopped while the pod terminates',
+        '  startup budget    300s                     probe added by drainguard; time Envoy may take to become ready before the liveness probe counts',
+        "  admin address     unix:/admin/admin.sock   Contour's admin socket: an emptyDir mounted at /admin in Envoy",
         '  warnings:',
         '    - memory limit is tight',
         '',
@@ -30,20 +32,51 @@ describe('formatExplanation', () => {
     );
   });
 
-  test("a user's liveness probe shorter than the grace period is called out; a missing one says so", () => {
-    const short: WorkloadReport = {
+  test("a workload's own liveness probe is reported with its real budget; a missing one says so", () => {
+    const own: WorkloadReport = {
       ...at,
-      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user' } },
+      outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: 33, livenessSource: 'user', startupBudgetSeconds: null, startupSource: 'none' } },
     };
-    const text = formatExplanation([short]);
+    const text = formatExplanation([own]);
     expect(text).toContain('unchanged (already injected by this drainguard version)');
-    expect(text).toMatch(/liveness budget +33s +the workload's own probe; 267s SHORTER than the grace period/);
+    expect(text).toMatch(/liveness budget +33s +the workload's own probe; restarts a stuck Envoy after this long; stopped while the pod terminates\n/);
+    expect(text).toMatch(/startup budget +none +no probe\n/);
     expect(text).toContain('  warnings: none\n');
     const none = formatExplanation([
       { ...at, outcome: { status: 'unchanged', patch: [], warnings: [], timeline: { ...TIMELINE, livenessBudgetSeconds: null, livenessSource: 'none', gracePeriodSource: 'kubernetes-default', gracePeriodSeconds: 30 } } },
     ]);
-    expect(none).toMatch(/liveness budget +none +no liveness probe\n/);
+    expect(none).toMatch(/liveness budget +none +no probe\n/);
     expect(none).toMatch(/grace period +30s +not set: the Kubernetes default\n/);
+  });
+
+  test('each drain value names where it came from: a sidecar flag, an annotation, and what was changed to fit', () => {
+    const pod = loadPod('contour-main.yaml');
+    pod.spec.terminationGracePeriodSeconds = 40;
+    pod.metadata = { ...pod.metadata, annotations: { 'drainguard.io/min-connections': '4' } };
+    const sidecar = pod.spec.containers.find((c) => c.name === 'shutdown-manager');
+    if (sidecar === undefined) throw new Error('no sidecar');
+    sidecar.lifecycle = { preStop: { exec: { command: ['/bin/contour', 'envoy', 'shutdown', '--drain-delay=25s', '--check-delay=10s', '--check-interval=1500ms'] } } };
+    const { timeline } = mutateOk(pod).result;
+    const text = formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline } }]);
+    const shutdown = 'of `contour envoy shutdown` (container shutdown-manager, preStop)';
+    const row = (label: string, value: string, source: string) => `  ${label.padEnd(15)}   ${value.padEnd(22)}   ${source}\n`;
+    expect(text).toContain(row('drain delay', '25s', `--drain-delay=25s ${shutdown}`));
+    expect(text).toContain(row('minimum drain', '5s', `--check-delay=10s ${shutdown}; shortened to fit the 30s deadline`));
+    expect(text).toContain(row('poll interval', '2s', `--check-interval=1500ms ${shutdown}; rounded up to 2s`));
+    expect(text).toContain(row('min connections', '4', 'the drainguard.io/min-connections annotation'));
+  });
+
+  test('a guessed admin address says so and what to set', () => {
+    const guessed: WorkloadReport = {
+      ...at,
+      outcome: {
+        status: 'unchanged',
+        patch: [],
+        warnings: [],
+        timeline: { ...TIMELINE, adminAddress: 'http://127.0.0.1:9901', adminAddressSource: 'default', adminAddressReason: 'no clue', adminAddressGuessed: true },
+      },
+    };
+    expect(formatExplanation([guessed])).toMatch(/admin address +http:\/\/127\.0\.0\.1:9901 +GUESSED \(no clue\): set the drainguard\.io\/admin-address annotation\n/);
   });
 
   test('skipped workloads show the reason and no table', () => {

@@ -50,15 +50,16 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     expect(installer.securityContext?.runAsUser).toBeUndefined();
   });
 
-  test('Envoy gets a liveness probe GET /ready :8002 whose budget exceeds the 300 s grace period', () => {
-    const probe = envoy.livenessProbe;
-    expect(probe?.httpGet).toEqual({ path: '/ready', port: 8002 });
-    const budget = (probe?.initialDelaySeconds ?? 0) + (probe?.periodSeconds ?? 10) * (probe?.failureThreshold ?? 3);
-    expect(budget).toBeGreaterThan(300);
-    expect(budget).toBeGreaterThan(300 + defaultConfig().liveness.marginSeconds);
-    expect(probe?.terminationGracePeriodSeconds).toBe(defaultConfig().liveness.terminationGracePeriodSeconds);
-    expect(result.timeline.livenessSource).toBe('drainguard');
-    expect(result.timeline.livenessBudgetSeconds).toBe(budget);
+  test('Envoy gets a liveness probe and a startup probe on GET /ready :8002', () => {
+    const { liveness } = defaultConfig();
+    expect(envoy.livenessProbe).toMatchObject({
+      httpGet: { path: '/ready', port: 8002 },
+      periodSeconds: liveness.periodSeconds,
+      failureThreshold: liveness.failureThreshold,
+      terminationGracePeriodSeconds: liveness.terminationGracePeriodSeconds,
+    });
+    expect(envoy.startupProbe).toMatchObject({ httpGet: { path: '/ready', port: 8002 }, failureThreshold: liveness.startupFailureThreshold });
+    expect(result.timeline).toMatchObject({ livenessSource: 'drainguard', livenessBudgetSeconds: liveness.periodSeconds * liveness.failureThreshold });
   });
 
   test('cpu and memory requests on every container drainguard owns or touches', () => {
@@ -90,7 +91,7 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
       gracePeriodSource: 'pod',
       deadlineSeconds: 290,
       adminAddress: 'unix:/admin/admin.sock',
-      adminAddressSource: 'contour-default',
+      adminAddressSource: 'admin-volume',
       drainInstalled: true,
     });
   });
@@ -101,8 +102,16 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     expect(again.patch).toEqual([]);
     if (again.status !== 'unchanged') throw new Error('unreachable');
     // Same plan; the admin address is now read back from drainguard's own hook (the sidecar is gone).
-    expect({ ...again.timeline, adminAddressSource: 'x' }).toEqual({ ...result.timeline, adminAddressSource: 'x' });
+    const source = { adminAddressSource: 'x', adminAddressReason: 'x', drainSources: 'x' } as const;
+    expect({ ...again.timeline, ...source }).toEqual({ ...result.timeline, ...source });
     expect(again.timeline.adminAddressSource).toBe('drainguard-hook');
+    expect(Object.values(again.timeline.drainSources ?? {}).map((source) => source.origin)).toEqual([
+      'grace-period',
+      'drainguard-hook',
+      'drainguard-hook',
+      'drainguard-hook',
+      'drainguard-hook',
+    ]);
 
     const withoutStatus = JSON.parse(JSON.stringify(after)) as typeof after;
     delete withoutStatus.metadata?.annotations?.['drainguard.io/status'];

@@ -27,10 +27,11 @@ describe('Bitnami chart (one empty-dir volume with subPaths)', () => {
     expect(flags.get('--exclude-listener')).toEqual(['_8002$']);
   });
 
-  test('Envoy\'s own tcpSocket liveness probe (240 s budget < 300 s grace) is kept, with a warning', () => {
+  test('Envoy\'s own tcpSocket liveness probe is kept without a warning; its budget is 20 s × 6, the initial delay aside', () => {
     expect(envoy.livenessProbe).toEqual(container(pod, 'envoy').livenessProbe);
-    expect(result.warnings.some((w) => w.includes('liveness probe gives up after 240s') && w.includes('300s'))).toBe(true);
-    expect(result.timeline).toMatchObject({ livenessSource: 'user', livenessBudgetSeconds: 240 });
+    expect(envoy.startupProbe).toBeUndefined();
+    expect(result.warnings.filter((w) => w.includes('liveness'))).toEqual([]);
+    expect(result.timeline).toMatchObject({ livenessSource: 'user', livenessBudgetSeconds: 120 });
   });
 
   test('user requests are kept; the single emptyDir is listed as safe to evict', () => {
@@ -75,10 +76,10 @@ describe('Envoy Gateway (inline --config-yaml bootstrap, admin on TCP 127.0.0.1:
     expect(installer.securityContext).toMatchObject({ runAsUser: 65532, runAsGroup: 65532 });
   });
 
-  test('the `envoy-gateway envoy shutdown-manager` sidecar is removed; Envoy\'s short liveness probe is kept and warned about', () => {
+  test('the `envoy-gateway envoy shutdown-manager` sidecar is removed; Envoy\'s own short liveness probe is kept, no warning', () => {
     expect(after.spec.containers.map((c) => c.name)).toEqual(['envoy']);
     expect(envoy.livenessProbe).toEqual(container(pod, 'envoy').livenessProbe);
-    expect(result.warnings.some((w) => w.includes('30s') && w.includes('900s'))).toBe(true);
+    expect(result.warnings.filter((w) => w.includes('liveness'))).toEqual([]);
   });
 
   test('the readiness/metrics port 19001 is excluded from the drain, the admin port is not listed', () => {

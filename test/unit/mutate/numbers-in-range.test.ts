@@ -38,9 +38,11 @@ function checkNumbers(pod: Pod, config: Config = defaultConfig()) {
   const envoy = container(after, 'envoy');
   const settings = parseDrainArguments((envoy.lifecycle?.preStop?.exec?.command ?? []).slice(2));
   const probe = envoy.livenessProbe;
-  for (const field of ['periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold'] as const) {
-    expect(probe?.[field]).toBeGreaterThanOrEqual(1);
-    expect(probe?.[field]).toBeLessThanOrEqual(INT32_MAX);
+  for (const written of [probe, envoy.startupProbe]) {
+    for (const field of ['periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold', 'terminationGracePeriodSeconds'] as const) {
+      expect(written?.[field]).toBeGreaterThanOrEqual(1);
+      expect(written?.[field]).toBeLessThanOrEqual(INT32_MAX);
+    }
   }
   return { result, settings, probe };
 }
@@ -66,22 +68,13 @@ test('a grace period of exactly the longest deadline plus the margin is not capp
   expect(result.warnings.filter((w) => w.includes('capped'))).toEqual([]);
 });
 
-test('a grace period so long that no int32 failureThreshold outlasts it caps the threshold, with a warning', () => {
+test('a grace period far beyond int32 still gives probes within int32 (they do not depend on it)', () => {
   const { result, probe } = checkNumbers(withGrace(Number.MAX_SAFE_INTEGER));
-  expect(probe?.failureThreshold).toBe(INT32_MAX);
-  expect(result.warnings).toContainEqual(expect.stringMatching(/failureThreshold is capped at 2147483647/));
+  expect(probe?.failureThreshold).toBe(defaultConfig().liveness.failureThreshold);
+  expect(result.warnings.filter((w) => w.includes('failureThreshold'))).toEqual([]);
 });
 
-test('the largest grace period whose threshold still fits int32 is not capped', () => {
-  const { liveness } = defaultConfig();
-  // failureThreshold = floor((grace + margin) / period) + 1
-  const grace = (INT32_MAX - 1) * liveness.periodSeconds - liveness.marginSeconds;
-  const { result, probe } = checkNumbers(withGrace(grace));
-  expect(probe?.failureThreshold).toBe(INT32_MAX);
-  expect(result.warnings.filter((w) => w.includes('failureThreshold is capped'))).toEqual([]);
-});
-
-test('a negative grace period still gets a failureThreshold of at least 1 and a positive deadline', () => {
+test('a negative grace period still gets a positive deadline', () => {
   const { settings, probe } = checkNumbers(withGrace(-100));
   expect(probe?.failureThreshold).toBeGreaterThanOrEqual(1);
   expect(settings.deadlineMs).toBeGreaterThan(0);
@@ -93,10 +86,14 @@ test('any grace period and liveness settings give numbers in range', () => {
     fc.integer({ min: MAX_DEADLINE_SECONDS - 100, max: MAX_DEADLINE_SECONDS + 100 }),
     fc.integer({ min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }),
   );
-  const liveness = fc.record({ periodSeconds: fc.integer({ min: 1, max: 3600 }), marginSeconds: fc.integer({ min: 0, max: 3600 }) });
+  const liveness = fc.record({
+    periodSeconds: fc.integer({ min: 1, max: 3600 }),
+    failureThreshold: fc.integer({ min: 1, max: 3600 }),
+    startupFailureThreshold: fc.integer({ min: 1, max: 3600 }),
+  });
   fc.assert(
-    fc.property(grace, liveness, (seconds, { periodSeconds, marginSeconds }) => {
-      const config = configWith((c) => Object.assign(c.liveness, { periodSeconds, marginSeconds }));
+    fc.property(grace, liveness, (seconds, probeSettings) => {
+      const config = configWith((c) => Object.assign(c.liveness, probeSettings));
       const { settings } = checkNumbers(withGrace(seconds), config);
       expect(settings.deadlineMs).toBeGreaterThan(0);
       expect(settings.deadlineMs).toBeLessThanOrEqual(MAX_DEADLINE_SECONDS * 1000);

@@ -56,6 +56,36 @@ describe('invalid overrides deny the pod', () => {
     expect(result.status === 'denied' && result.message).toMatch(/drain-delay.*min-drain/);
   });
 
+  test('an invalid inject value does not hide the other invalid annotations', () => {
+    const pod = withAnnotations(contour, { 'drainguard.io/inject': 'yes', 'drainguard.io/drain-delay': 'x', 'drainguard.io/sidecar-mode': 'delete' });
+    const result = mutate(pod, defaultConfig());
+    expect(result.status === 'denied' && result.message).toMatch(/drainguard\.io\/inject.*drainguard\.io\/drain-delay.*drainguard\.io\/sidecar-mode/);
+  });
+
+  test('an envoy-container naming no container does not hide the other invalid annotations', () => {
+    const pod = withAnnotations(contour, { 'drainguard.io/envoy-container': 'missing', 'drainguard.io/min-connections': '-1' });
+    const result = mutate(pod, defaultConfig());
+    expect(result.status === 'denied' && result.message).toMatch(/drainguard\.io\/min-connections.*drainguard\.io\/envoy-container: invalid value "missing"/);
+  });
+
+  test('an envoy-container that is not a DNS label is named once, with the accepted form', () => {
+    const result = mutate(withAnnotations(contour, { 'drainguard.io/envoy-container': 'Envoy_Main' }), defaultConfig());
+    expect(result.status === 'denied' && result.message.match(/drainguard\.io\/envoy-container/g)).toHaveLength(1);
+  });
+
+  test('an invalid inject value on a pod without Envoy is denied, naming the other invalid annotations too', () => {
+    const pod = withAnnotations(loadPod('plain-envoy.yaml'), { 'drainguard.io/inject': 'on', 'drainguard.io/min-drain': '1m' });
+    pod.spec.containers = [{ name: 'web', image: 'nginx:1.27' }];
+    const result = mutate(pod, defaultConfig());
+    expect(result.status === 'denied' && result.message).toMatch(/drainguard\.io\/inject.*drainguard\.io\/min-drain/);
+  });
+
+  test('a pod without Envoy is skipped even with an invalid override: the override would change nothing', () => {
+    const pod = withAnnotations(loadPod('plain-envoy.yaml'), { 'drainguard.io/min-drain': '1m' });
+    pod.spec.containers = [{ name: 'web', image: 'nginx:1.27' }];
+    expect(mutate(pod, defaultConfig())).toMatchObject({ status: 'skipped', reason: 'not-envoy' });
+  });
+
   test('a very long value is shown truncated', () => {
     const result = mutate(withAnnotations(contour, { 'drainguard.io/drain-delay': 'x'.repeat(500) }), defaultConfig());
     expect(result.status === 'denied' && result.message.length).toBeLessThan(300);

@@ -33,9 +33,9 @@ describe('an unrecognised user preStop', () => {
     expect(result.actions).not.toContain('sidecar-removed');
   });
 
-  test('the rest still applies: requests (sidecar included), liveness, safe-to-evict, status', () => {
+  test('the rest still applies: requests (sidecar included), liveness and startup probes, safe-to-evict, status', () => {
     expect(container(after, 'shutdown-manager').resources?.requests).toEqual(defaultConfig().requests.sidecar);
-    expect(result.actions).toEqual(['resource-requests', 'liveness-probe', 'safe-to-evict', 'status']);
+    expect(result.actions).toEqual(['resource-requests', 'liveness-probe', 'startup-probe', 'safe-to-evict', 'status']);
   });
 });
 
@@ -131,12 +131,12 @@ describe('admin address precedence', () => {
     expect(result.timeline.adminAddressSource).toBe('envoy-args');
   });
 
-  test('the sidecar\'s --admin-address flag beats the Contour default', () => {
+  test('the sidecar\'s --admin-address flag beats the /admin emptyDir', () => {
     const pod = loadPod('contour-main.yaml');
     container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--admin-address=/admin/other.sock'];
     const { result, after } = mutateOk(pod);
     expect(drainArgs(container(after, 'envoy')).flags.get('--admin')).toEqual(['unix:/admin/other.sock']);
-    expect(result.timeline.adminAddressSource).toBe('sidecar-flag');
+    expect(result.timeline.adminAddressSource).toBe('sidecar-admin-address');
   });
 
   test('Envoy Gateway\'s sidecar default applies when Envoy\'s arguments name no admin', () => {

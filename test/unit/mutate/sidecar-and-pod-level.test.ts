@@ -96,7 +96,7 @@ describe('status annotation', () => {
     const again = mutate(after, defaultConfig());
     expect(again.status).toBe('unchanged');
     if (again.status !== 'unchanged') return;
-    expect(again.timeline).toMatchObject({ deadlineSeconds: 290, livenessBudgetSeconds: 240, livenessSource: 'user' });
+    expect(again.timeline).toMatchObject({ deadlineSeconds: 290, livenessBudgetSeconds: 120, livenessSource: 'user' });
     expect(again.warnings.some((w) => w.includes('drainguard.io/typo'))).toBe(true);
   });
 });

@@ -1,0 +1,134 @@
+/**
+ * The upstream commands an Envoy pod runs around Envoy, and their flags: Contour's and Envoy Gateway's
+ * `envoy shutdown-manager` (the sidecar), `envoy shutdown` (the sidecar's preStop, or Envoy's own), and
+ * Contour's `bootstrap` (the init container that writes Envoy's bootstrap). Their flags tell where
+ * Envoy's admin listens and how the user configured the drain (docs/upstream-shapes.md, sections 1-3).
+ *
+ * Both binaries parse flags the Go way (kingpin for Contour, cobra for Envoy Gateway): `--name=value`
+ * or `--name value` in two arguments; a flag and its value never share one argument.
+ */
+import type { Container, Pod } from '../k8s';
+import { basename, type SidecarRef } from './detect';
+
+export type UpstreamProgram = 'contour' | 'envoy-gateway';
+export type UpstreamSubcommand = 'shutdown' | 'shutdown-manager' | 'bootstrap';
+
+export interface UpstreamFlag {
+  /** Without the dashes: `check-delay`. */
+  name: string;
+  /** Undefined for a flag given without a value (a boolean, or a flag at the end of the line). */
+  value: string | undefined;
+  /** As written, for messages (cut after 64 characters): `--check-delay=5s` or `--check-delay 5s`. */
+  text: string;
+}
+
+export interface UpstreamCommand {
+  program: UpstreamProgram;
+  subcommand: UpstreamSubcommand;
+  containerName: string;
+  /** Whether the command is the container's own command line or its preStop hook. */
+  place: 'command' | 'preStop';
+  flags: UpstreamFlag[];
+}
+
+/** `contour envoy shutdown` (container shutdown-manager, preStop): where a flag was read, for messages. */
+export function describeCommand(command: UpstreamCommand): string {
+  const words = command.subcommand === 'bootstrap' ? `${command.program} bootstrap` : `${command.program} envoy ${command.subcommand}`;
+  return `\`${words}\` (container ${command.containerName}${command.place === 'preStop' ? ', preStop' : ''})`;
+}
+
+function programOf(word: string | undefined): UpstreamProgram | undefined {
+  const program = basename(word ?? '');
+  return program === 'contour' || program === 'envoy-gateway' ? program : undefined;
+}
+
+/** Where the subcommand's words end, and which subcommand it is; one pass over the arguments. */
+function findSubcommand(argv: readonly string[]): { program: UpstreamProgram; subcommand: UpstreamSubcommand; end: number } | undefined {
+  for (let i = 0; i < argv.length; i += 1) {
+    const program = programOf(argv[i]);
+    if (program === undefined) continue;
+    if (program === 'contour' && argv[i + 1] === 'bootstrap') return { program, subcommand: 'bootstrap', end: i + 2 };
+    const third = argv[i + 2];
+    if (argv[i + 1] === 'envoy' && (third === 'shutdown' || third === 'shutdown-manager')) return { program, subcommand: third, end: i + 3 };
+  }
+  return undefined;
+}
+
+const FLAG = /^--([A-Za-z0-9][A-Za-z0-9-]*)(=([\s\S]*))?$/;
+const SHOWN_LENGTH = 64;
+
+/** A flag as written, cut short: it is quoted into warnings, which the API server truncates. */
+function shown(text: string): string {
+  return text.length > SHOWN_LENGTH ? `${text.slice(0, SHOWN_LENGTH - 3)}...` : text;
+}
+
+/** The flags after the subcommand; arguments that are not flags (Contour bootstrap's path) are skipped. */
+function parseFlags(argv: readonly string[], from: number): UpstreamFlag[] {
+  const flags: UpstreamFlag[] = [];
+  for (let i = from; i < argv.length; i += 1) {
+    const match = FLAG.exec(argv[i] as string);
+    if (match === null) continue;
+    const name = match[1] as string;
+    if (match[2] !== undefined) {
+      flags.push({ name, value: match[3] as string, text: shown(argv[i] as string) });
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next !== undefined && !next.startsWith('-')) {
+      flags.push({ name, value: next, text: shown(`--${name} ${next}`) });
+      i += 1;
+    } else {
+      flags.push({ name, value: undefined, text: shown(`--${name}`) });
+    }
+  }
+  return flags;
+}
+
+function readCommand(argv: readonly unknown[] | undefined, containerName: string, place: UpstreamCommand['place']): UpstreamCommand | undefined {
+  if (argv === undefined) return undefined;
+  const words = argv.filter((word): word is string => typeof word === 'string');
+  const found = findSubcommand(words);
+  if (found === undefined) return undefined;
+  return { program: found.program, subcommand: found.subcommand, containerName, place, flags: parseFlags(words, found.end) };
+}
+
+function commandLine(container: Container): string[] {
+  return [...(container.command ?? []), ...(container.args ?? [])];
+}
+
+/**
+ * The shutdown commands of the sidecars (their own command line and their preStop) and of Envoy's own
+ * preStop when it runs `contour envoy shutdown` itself, in that order.
+ */
+export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef[]): UpstreamCommand[] {
+  const found: UpstreamCommand[] = [];
+  for (const { container } of sidecars) {
+    for (const command of [
+      readCommand(container.lifecycle?.preStop?.exec?.command, container.name, 'preStop'),
+      readCommand(commandLine(container), container.name, 'command'),
+    ]) {
+      if (command !== undefined && command.subcommand !== 'bootstrap') found.push(command);
+    }
+  }
+  const own = readCommand(envoy.lifecycle?.preStop?.exec?.command, envoy.name, 'preStop');
+  if (own !== undefined && own.subcommand === 'shutdown') found.push(own);
+  return found;
+}
+
+/** `contour bootstrap` in the pod's (non-sidecar) init containers. */
+export function contourBootstrapCommands(pod: Pod): UpstreamCommand[] {
+  const found: UpstreamCommand[] = [];
+  for (const container of pod.spec.initContainers ?? []) {
+    if (container.restartPolicy === 'Always') continue;
+    const command = readCommand(commandLine(container), container.name, 'command');
+    if (command !== undefined && command.subcommand === 'bootstrap') found.push(command);
+  }
+  return found;
+}
+
+/** The last occurrence of flag `name` in `command` (Go flag parsers keep the last value). */
+export function flagOf(command: UpstreamCommand, name: string): UpstreamFlag | undefined {
+  let last: UpstreamFlag | undefined;
+  for (const flag of command.flags) if (flag.name === name) last = flag;
+  return last;
+}

@@ -1,0 +1,207 @@
+/**
+ * The drain settings a user gave the upstream shutdown-manager carry over into drainguard's drain;
+ * annotations still win; a flag drainguard cannot carry as it is, or at all, is reported.
+ */
+import { defaultConfig } from '../../../src/config';
+import { mutate, type Pod } from '../../../src/mutate';
+import { configWith, container, drainArgs, loadPod, mutateOk, withAnnotations } from './support';
+
+function contourWithShutdown(...flags: string[]): Pod {
+  const pod = loadPod('contour-main.yaml');
+  container(pod, 'shutdown-manager').lifecycle = { preStop: { exec: { command: ['/bin/contour', 'envoy', 'shutdown', ...flags] } } };
+  return pod;
+}
+
+function envoyGatewayWithShutdown(...flags: string[]): Pod {
+  const pod = loadPod('envoy-gateway-envoy.yaml');
+  container(pod, 'shutdown-manager').lifecycle = { preStop: { exec: { command: ['envoy-gateway', 'envoy', 'shutdown', ...flags] } } };
+  return pod;
+}
+
+function drain(pod: Pod, config = defaultConfig()) {
+  const { result, after } = mutateOk(pod, config);
+  const envoy = after.spec.containers.find((c) => c.lifecycle?.preStop?.exec !== undefined);
+  if (envoy === undefined) throw new Error('no drain hook');
+  const flags = drainArgs(envoy).flags;
+  const one = (name: string) => flags.get(name)?.[0];
+  return {
+    flags: { deadline: one('--deadline'), drainDelay: one('--drain-delay'), minDrain: one('--min-drain'), minConnections: one('--min-connections'), poll: one('--poll-interval') },
+    sources: result.timeline.drainSources,
+    warnings: result.warnings,
+    result,
+    after,
+  };
+}
+
+const SHUTDOWN = '`contour envoy shutdown` (container shutdown-manager, preStop)';
+
+describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
+  test('--drain-delay, --check-delay, --check-interval and --min-open-connections become the drain\'s settings', () => {
+    const { flags, sources } = drain(contourWithShutdown('--drain-delay=15s', '--check-delay=5s', '--check-interval=2s', '--min-open-connections=10'));
+    expect(flags).toMatchObject({ drainDelay: '15s', minDrain: '5s', poll: '2s', minConnections: '10' });
+    expect(sources).toMatchObject({
+      drainDelay: { origin: 'sidecar-flag', detail: `--drain-delay=15s of ${SHUTDOWN}` },
+      minDrain: { origin: 'sidecar-flag', detail: `--check-delay=5s of ${SHUTDOWN}` },
+      pollInterval: { origin: 'sidecar-flag', detail: `--check-interval=2s of ${SHUTDOWN}` },
+      minConnections: { origin: 'sidecar-flag', detail: `--min-open-connections=10 of ${SHUTDOWN}` },
+      deadline: { origin: 'grace-period' },
+    });
+  });
+
+  test('a flag and its value as two arguments', () => {
+    expect(drain(contourWithShutdown('--drain-delay', '7s')).flags.drainDelay).toBe('7s');
+  });
+
+  test('flags left out take drainguard\'s configured defaults, not the sidecar\'s compiled-in ones', () => {
+    const config = configWith((c) => Object.assign(c.drain, { minDrainSeconds: 12, pollIntervalSeconds: 3 }));
+    const { flags, sources } = drain(contourWithShutdown(), config);
+    expect(flags).toMatchObject({ drainDelay: '0s', minDrain: '12s', poll: '3s', minConnections: '0' });
+    expect(sources?.minDrain).toEqual({ origin: 'configuration', detail: "drainguard's configuration (drain.minDrainSeconds)" });
+  });
+
+  test('annotations win over the sidecar\'s flags', () => {
+    const pod = withAnnotations(contourWithShutdown('--drain-delay=15s', '--min-open-connections=10'), {
+      'drainguard.io/drain-delay': '3s',
+      'drainguard.io/min-connections': '2',
+    });
+    const { flags, sources } = drain(pod);
+    expect(flags).toMatchObject({ drainDelay: '3s', minConnections: '2' });
+    expect(sources?.drainDelay).toEqual({ origin: 'annotation', detail: 'the drainguard.io/drain-delay annotation' });
+  });
+
+  test('Go durations are read exactly: 1m30s is 90s', () => {
+    expect(drain(contourWithShutdown('--check-delay=1m30s')).flags.minDrain).toBe('90s');
+  });
+
+  test.each<[string, string, keyof ReturnType<typeof drain>['flags'], string, RegExp]>([
+    ['sub-second values are rounded up, with a warning', '--drain-delay=1500ms', 'drainDelay', '2s', /--drain-delay=1500ms of .*: rounded up to 2s/],
+    ['a zero poll interval becomes the shortest drainguard polls at', '--check-interval=0s', 'poll', '1s', /--check-interval=0s of .*: raised to 1s/],
+    ['a delay beyond what drainguard accepts is lowered to it', '--drain-delay=2h', 'drainDelay', '3600s', /--drain-delay=2h of .*: lowered to 3600s/],
+    ['a negative delay is read as none, as the sidecar does', '--drain-delay=-5s', 'drainDelay', '0s', /--drain-delay=-5s of .*: negative, read as 0s/],
+    ['a negative connection count becomes 0', '--min-open-connections=-1', 'minConnections', '0', /--min-open-connections=-1 of .*: negative .* read as 0/],
+  ])('%s', (_title, flag, field, expected, warning) => {
+    const pod = contourWithShutdown(flag);
+    pod.spec.terminationGracePeriodSeconds = 10_000;
+    const { flags, warnings, sources } = drain(pod);
+    expect(flags[field]).toBe(expected);
+    expect(warnings).toContainEqual(expect.stringMatching(warning));
+    expect(Object.values(sources ?? {}).some((source) => source.origin === 'sidecar-flag' && source.detail.includes(flag))).toBe(true);
+  });
+
+  test.each([
+    ['--check-delay=soon', 'not a Go duration'],
+    ['--check-delay=5', 'not a Go duration'],
+    ['--min-open-connections=010', 'not a decimal whole number'],
+    ['--min-open-connections=0x10', 'not a decimal whole number'],
+  ])('%s cannot be read: drainguard\'s default applies, with a warning', (flag, why) => {
+    const { flags, warnings } = drain(contourWithShutdown(flag));
+    expect(flags).toMatchObject({ minDrain: '5s', minConnections: '0' });
+    expect(warnings).toContainEqual(expect.stringContaining(`${flag} of ${SHUTDOWN}: ${why}; ignored, drainguard's configured default applies`));
+  });
+
+  test('flags with no drainguard equivalent are reported once per container: ready files, the serve port, unknown flags', () => {
+    const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=1s', '--log-format=json');
+    container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--serve-port=8090', '--ready-file=/admin/ok'];
+    const { warnings } = drain(pod);
+    const reported = warnings.filter((w) => w.includes('no drainguard equivalent'));
+    expect(reported).toEqual([
+      "container shutdown-manager: sidecar flag --ready-file=/admin/ok dropped, no drainguard equivalent (no file handshake: Envoy's own preStop drains Envoy)",
+      'container shutdown-manager: sidecar flag --log-format=json dropped, no drainguard equivalent (not a flag drainguard knows)',
+      "container shutdown-manager: sidecar flag --serve-port=8090 dropped, no drainguard equivalent (the sidecar's HTTP server goes with the sidecar)",
+    ]);
+  });
+
+  test('in disarm mode the sidecar keeps its command line: only its preStop\'s flags are dropped', () => {
+    const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=4s');
+    container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--serve-port=8090'];
+    const { flags, warnings } = drain(withAnnotations(pod, { 'drainguard.io/sidecar-mode': 'disarm' }));
+    expect(flags.drainDelay).toBe('4s');
+    expect(warnings.filter((w) => w.includes('no drainguard equivalent'))).toEqual([
+      "container shutdown-manager: sidecar flag --ready-file=/admin/ok dropped, no drainguard equivalent (no file handshake: Envoy's own preStop drains Envoy)",
+    ]);
+  });
+
+  test('Envoy\'s own `contour envoy shutdown` preStop is replaced with its settings carried over', () => {
+    const pod = loadPod('contour-main.yaml');
+    pod.spec.containers = pod.spec.containers.filter((c) => c.name !== 'shutdown-manager');
+    container(pod, 'envoy').lifecycle = { preStop: { exec: { command: ['/bin/contour', 'envoy', 'shutdown', '--drain-delay=20s'] } } };
+    const { flags, sources } = drain(pod);
+    expect(flags.drainDelay).toBe('20s');
+    expect(sources?.drainDelay.detail).toBe('--drain-delay=20s of `contour envoy shutdown` (container envoy, preStop)');
+  });
+
+  test('a sidecar preStop drainguard cannot read is named when it goes: its settings could not be carried over', () => {
+    const pod = loadPod('contour-main.yaml');
+    container(pod, 'shutdown-manager').lifecycle = { preStop: { exec: { command: ['/bin/sh', '-c', 'contour envoy shutdown --drain-delay=30s'] } } };
+    const { flags, warnings } = drain(pod);
+    expect(flags.drainDelay).toBe('0s');
+    expect(warnings).toContainEqual(
+      'container shutdown-manager: its preStop (exec ["/bin/sh","-c","contour envoy shutdown --drain-delay=30s"]) goes with the sidecar ' +
+        "and is not a command drainguard can read drain settings from; drainguard's configured defaults apply",
+    );
+  });
+
+  test('no drain installed (a preStop of the user\'s): nothing is dropped, nothing reported', () => {
+    const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=1500ms');
+    container(pod, 'envoy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
+    const { result } = mutateOk(pod);
+    expect(result.warnings.filter((w) => w.includes('shutdown-manager') && !w.includes('NOT installed'))).toEqual([]);
+  });
+
+  test('delay and minimum drain that do not fit the deadline are shortened, and their sources say so', () => {
+    const pod = contourWithShutdown('--drain-delay=100s', '--check-delay=50s');
+    pod.spec.terminationGracePeriodSeconds = 120;
+    const { flags, sources, warnings } = drain(pod);
+    expect(flags).toMatchObject({ deadline: '110s', drainDelay: '100s', minDrain: '10s' });
+    expect(sources?.minDrain.detail).toBe(`--check-delay=50s of ${SHUTDOWN}; shortened to fit the 110s deadline`);
+    expect(sources?.drainDelay.detail).toBe(`--drain-delay=100s of ${SHUTDOWN}`);
+    expect(warnings).toContainEqual(expect.stringMatching(/do not fit in the 110s drain deadline/));
+  });
+
+  test('a second pass writes the same hook from drainguard\'s own hook, with zero operations', () => {
+    const { after } = drain(contourWithShutdown('--drain-delay=15s', '--check-delay=5s', '--check-interval=2s', '--min-open-connections=10'));
+    const again = mutate(after, defaultConfig());
+    expect(again.status).toBe('unchanged');
+    expect(again.patch).toEqual([]);
+  });
+});
+
+describe('Envoy Gateway: `envoy-gateway envoy shutdown` flags', () => {
+  test('--drain-timeout bounds the deadline; --min-drain-duration and --exit-at-connections carry over', () => {
+    const pod = envoyGatewayWithShutdown('--drain-timeout=30s', '--min-drain-duration=15s', '--exit-at-connections=3');
+    const { flags, sources } = drain(pod);
+    expect(flags).toMatchObject({ deadline: '30s', minDrain: '15s', minConnections: '3' });
+    expect(sources?.deadline).toEqual({
+      origin: 'sidecar-flag',
+      detail: '--drain-timeout=30s of `envoy-gateway envoy shutdown` (container shutdown-manager, preStop), shorter than grace period - 10s (drain.deadlineMarginSeconds)',
+    });
+  });
+
+  test('a --drain-timeout longer than the grace period allows does not extend the deadline', () => {
+    const pod = envoyGatewayWithShutdown('--drain-timeout=3600s');
+    const { flags, sources } = drain(pod);
+    expect(flags.deadline).toBe(`${(pod.spec.terminationGracePeriodSeconds ?? 0) - 10}s`);
+    expect(sources?.deadline.origin).toBe('grace-period');
+    expect(sources?.deadline.detail).toContain('--drain-timeout=3600s of `envoy-gateway envoy shutdown`');
+  });
+
+  test('--health-check-failure-delay and the shutdown-manager\'s --ready-timeout have no equivalent: reported', () => {
+    const pod = envoyGatewayWithShutdown('--health-check-failure-delay=5s');
+    container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--ready-timeout=40s'];
+    const { warnings } = drain(pod);
+    expect(warnings.filter((w) => w.includes('no drainguard equivalent'))).toEqual([
+      'container shutdown-manager: sidecar flag --health-check-failure-delay=5s dropped, no drainguard equivalent ' +
+        '(drainguard fails health checks before it drains listeners; the closest is the drainguard.io/drain-delay annotation)',
+      "container shutdown-manager: sidecar flag --ready-timeout=40s dropped, no drainguard equivalent (Envoy's preStop no longer waits on the sidecar)",
+    ]);
+  });
+
+  test('a second pass keeps the shorter deadline: drainguard\'s own hook bounds it', () => {
+    const { after } = drain(envoyGatewayWithShutdown('--drain-timeout=30s', '--min-drain-duration=15s'));
+    const again = mutate(after, defaultConfig());
+    expect(again.status).toBe('unchanged');
+    if (again.status !== 'unchanged') return;
+    expect(again.timeline).toMatchObject({ deadlineSeconds: 30, minDrainSeconds: 15 });
+    expect(again.timeline.drainSources?.deadline.origin).toBe('drainguard-hook');
+  });
+});
