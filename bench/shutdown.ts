@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { EnvoyAdminSimulator } from '../test/support/envoy-admin-simulator';
 import { parseLogLines } from '../test/support/envoy/shutdown-executable';
 import { repoPath } from './lib/pods';
-import { buildShutdownIfStale, SHUTDOWN_EXECUTABLE } from '../test/support/build';
+import { buildShutdownIfStale, shutdownExecutable } from '../test/support/build';
 import { exited, sampleMemory, spawnTracked } from './lib/processes';
 import { quantile } from './lib/stats';
 
@@ -49,7 +49,7 @@ function spread(values: number[]): Spread {
 /** The built program, rebuilt first if it is missing or older than its sources (as the tests do). */
 export function builtExecutable(progress: (line: string) => void): string {
   buildShutdownIfStale((line) => progress(`envoy-shutdown: ${line}`));
-  return SHUTDOWN_EXECUTABLE;
+  return shutdownExecutable('amd64');
 }
 
 function filesUnder(dir: string): { path: string; bytes: number }[] {

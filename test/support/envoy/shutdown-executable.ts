@@ -1,24 +1,69 @@
 /**
- * Helpers for end-to-end tests of the built `envoy-shutdown` executable: install it, run it as a
- * separate process and read back its JSON log lines.
+ * Helpers for end-to-end tests of the built `envoy-shutdown` executables: one target per architecture
+ * (the one of this host runs directly, the other under Debian's qemu-user-static), install, run as a
+ * separate process, read back the JSON log lines.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { assertBuilt, REPO_ROOT, SHUTDOWN_DIR, SHUTDOWN_EXECUTABLE } from '../build';
+import { assertBuilt, REPO_ROOT, SHUTDOWN_ARCHES, shutdownDir, shutdownExecutable, type ShutdownArch } from '../build';
 
 export const ROOT = REPO_ROOT;
-export const BUILT_DIR = SHUTDOWN_DIR;
-export const BUILT_EXECUTABLE = SHUTDOWN_EXECUTABLE;
 
-/** jest's globalSetup builds the executable before any worker starts; this only checks it is there. */
+const QEMU_NAME: Record<ShutdownArch, string> = { amd64: 'x86_64', arm64: 'aarch64' };
+const HOST_NAME: Record<ShutdownArch, string> = { amd64: 'x86-64', arm64: 'arm64' };
+export const HOST_ARCH: ShutdownArch = process.arch === 'arm64' ? 'arm64' : 'amd64';
+
+/** One architecture's build, and how this host runs it. */
+export interface ShutdownTarget {
+  arch: ShutdownArch;
+  /** dist/envoy-shutdown/linux-<arch>: the executable alone. */
+  builtDir: string;
+  built: string;
+  /** The qemu-user binary that runs it here, when it is not this host's architecture. */
+  emulator: string | undefined;
+  /** For describe blocks: says whether the tests depend on the host's architecture. */
+  title: string;
+  /** Allowance for process start-up and teardown in assertions bounded by the drain's own timeline. */
+  processSlackMs: number;
+}
+
+export const TARGETS: ShutdownTarget[] = SHUTDOWN_ARCHES.map((arch) => {
+  const emulator = arch === HOST_ARCH ? undefined : `qemu-${QEMU_NAME[arch]}-static`;
+  return {
+    arch,
+    builtDir: shutdownDir(arch),
+    built: shutdownExecutable(arch),
+    emulator,
+    title: `linux/${arch} executable, ${emulator ? `under ${emulator} on this ${HOST_NAME[HOST_ARCH]} host` : `native on this ${HOST_NAME[HOST_ARCH]} host`}`,
+    // Emulated start-up is ~0.1 s idle and several times that on a loaded 2-core machine.
+    processSlackMs: emulator ? 1500 : 300,
+  };
+});
+
+export const HOST_TARGET = TARGETS.find((t) => t.arch === HOST_ARCH) as ShutdownTarget;
+
+/** The command line that runs `program` (built for `target`) with `args` on this host. */
+export function commandFor(target: ShutdownTarget, program: string, args: readonly string[]): [string, string[]] {
+  return target.emulator ? [target.emulator, [program, ...args]] : [program, [...args]];
+}
+
+/** jest's globalSetup builds the executables before any worker starts; this only checks they are there. */
 export async function ensureBuilt(): Promise<void> {
   assertBuilt();
 }
 
-export function installTo(dir: string, executable = BUILT_EXECUTABLE): string {
-  execFileSync(executable, ['install', '--to', dir], { stdio: 'pipe' });
+/** `envoy-shutdown install --to DIR` with the target's built executable; returns the installed path. */
+export function installTo(dir: string, target: ShutdownTarget = HOST_TARGET): string {
+  const [command, args] = commandFor(target, target.built, ['install', '--to', dir]);
+  execFileSync(command, args, { stdio: 'pipe' });
   return join(dir, 'envoy-shutdown');
+}
+
+/** Starts the installed `program` of `target` (see `start`). */
+export function startProgram(target: ShutdownTarget, program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningProcess {
+  const [command, commandArgs] = commandFor(target, program, args);
+  return start(command, commandArgs, env);
 }
 
 export interface LogLine {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAtLeast, parseEnvoyVersion } from '../../../src/shutdown/envoy-version';
 import { createLog, openLogSink } from '../../../src/shutdown/log';
+import { nodePlatform } from '../../../src/shutdown/platform/node';
 import { parseServerInfo } from '../../../src/shutdown/server-info';
 
 test('Envoy version strings', () => {
@@ -23,7 +24,7 @@ test('server_info fields', () => {
 
 test('log lines are JSON with a phase, written to the ENVOY_SHUTDOWN_LOG target', () => {
   const file = join(mkdtempSync(join(tmpdir(), 'es-log-')), 'log');
-  const sink = openLogSink({ ENVOY_SHUTDOWN_LOG: file });
+  const sink = openLogSink(nodePlatform, file);
   const log = createLog(sink, () => new Date('2026-01-02T03:04:05Z'));
   log('summary', { reason: 'drained', duration_ms: 5 });
   sink.close();
@@ -31,13 +32,13 @@ test('log lines are JSON with a phase, written to the ENVOY_SHUTDOWN_LOG target'
 });
 
 test('an unopenable target falls back to stderr', () => {
-  const sink = openLogSink({ ENVOY_SHUTDOWN_LOG: '/nonexistent-dir/log' });
+  const sink = openLogSink(nodePlatform, '/nonexistent-dir/log');
   expect(sink.target).toBe('stderr');
   sink.close();
 });
 
 test('the default target is Envoy stdout, /proc/1/fd/1', () => {
-  const sink = openLogSink({});
+  const sink = openLogSink(nodePlatform, undefined);
   // As root in a test machine /proc/1/fd/1 may well be writable; nothing is written here.
   expect(['/proc/1/fd/1', 'stderr']).toContain(sink.target);
   sink.close();

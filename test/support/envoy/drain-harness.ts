@@ -1,0 +1,70 @@
+/**
+ * The set-up every end-to-end drain suite shares, for one target architecture: a work directory with
+ * the program installed in it, admin simulators on unix sockets inside it, client connections to the
+ * simulated listeners, and cleanup of all of it (and of every started program) after each test, also
+ * after a failed assertion.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EnvoyAdminSimulator, type SimulatorOptions } from '../envoy-admin-simulator';
+import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from './shutdown-executable';
+
+export interface DrainHarness {
+  readonly workDir: string;
+  /** The installed program. */
+  readonly program: string;
+  simulator(options?: SimulatorOptions): Promise<EnvoyAdminSimulator>;
+  /** `count` client connections to the simulator's first listener, once it counts them all. */
+  openClients(sim: EnvoyAdminSimulator, count: number): Promise<Socket[]>;
+  /** `envoy-shutdown drain --admin <sim or address> …flags`. */
+  drain(sim: EnvoyAdminSimulator | string, flags: string[], env?: NodeJS.ProcessEnv): RunningProcess;
+}
+
+/** Registers the hooks in the calling describe block; the values are there once beforeAll ran. */
+export function drainHarness(target: ShutdownTarget, name: string): DrainHarness {
+  let workDir = '';
+  let program = '';
+  let socketCounter = 0;
+  const sims: EnvoyAdminSimulator[] = [];
+  const clients: Socket[] = [];
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    workDir = mkdtempSync(join(tmpdir(), `envoy-shutdown-${name}-${target.arch}-`));
+    program = installTo(join(workDir, 'config/drainguard'), target);
+  }, 120_000);
+  afterAll(() => rmSync(workDir, { recursive: true, force: true }));
+  afterEach(async () => {
+    await stopStarted();
+    for (const c of clients.splice(0)) c.destroy();
+    await Promise.all(sims.splice(0).map((s) => s.stop()));
+  });
+
+  return {
+    get workDir() {
+      return workDir;
+    },
+    get program() {
+      return program;
+    },
+    async simulator(options = {}) {
+      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...options });
+      sims.push(sim);
+      return sim;
+    },
+    async openClients(sim, count) {
+      const port = sim.listenerPorts[0] as number;
+      const opened = await Promise.all(
+        Array.from({ length: count }, () => new Promise<Socket>((resolve) => { const s = connect(port, '127.0.0.1', () => resolve(s)); clients.push(s); })),
+      );
+      await sim.waitFor(() => sim.activeConnections() === count);
+      return opened;
+    },
+    drain(sim, flags, env = {}) {
+      const admin = typeof sim === 'string' ? sim : sim.adminAddress;
+      return startProgram(target, program, ['drain', '--admin', admin, ...flags], env);
+    },
+  };
+}
