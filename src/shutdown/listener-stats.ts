@@ -263,6 +263,7 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   /** A value starts where one is expected; records what the value means in Envoy's shape. */
   private beginValue(kind: 'object' | 'array' | 'string' | 'scalar'): void {
     if (this.expect !== 'value' && this.expect !== 'value-or-close') throw new MalformedStats(`unexpected ${kind}`);
+    if ((kind === 'object' || kind === 'array') && this.stack.length >= MAX_DEPTH) throw new MalformedStats(`nested deeper than ${MAX_DEPTH}`);
     const depth = this.stack.length;
     if (depth === 1 && this.topKey === 'stats') {
       // A repeated "stats" key: the last one wins, as with JSON.parse.

@@ -50,6 +50,7 @@ class NonBlockingSink implements LogSink {
   write(line: string): void {
     this.flush();
     const bytes = utf8Encode(line);
+    if (bytes.length === 0) return;
     if (!this.output || (this.queue.length > 0 && this.queuedBytes + bytes.length > MAX_QUEUED_LOG_BYTES)) {
       this.droppedLines++;
       return;
