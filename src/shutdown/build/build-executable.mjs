@@ -21,7 +21,7 @@
  * QuickJS's object files and the host qjsc are cached in node_modules/.cache/drainguard-toolchain.
  * `--libc glibc` (static glibc) exists only to reproduce the measurement that chose musl.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -211,8 +211,13 @@ try {
   chmodSync(target, 0o755);
   checkStatic(target);
   const [launcher, ...launcherArgs] = [...launcherFor(arch), target];
-  const printed = execFileSync(launcher, [...launcherArgs, 'version'], { encoding: 'utf8' });
-  if (!/^envoy-shutdown \d+\.\d+\.\d+\n$/.test(printed)) throw new Error(`the built program printed ${JSON.stringify(printed)} for \`version\``);
+  if (spawnSync('sh', ['-c', `command -v ${launcher}`], { stdio: 'ignore' }).status === 0) {
+    const printed = execFileSync(launcher, [...launcherArgs, 'version'], { encoding: 'utf8' });
+    if (!/^envoy-shutdown \d+\.\d+\.\d+\n$/.test(printed)) throw new Error(`the built program printed ${JSON.stringify(printed)} for \`version\``);
+  } else {
+    // A cross build without the emulator (an image build): the tests run it under qemu elsewhere.
+    log(`not run here: ${launcher} is not installed (only the tests need it)`);
+  }
   rmSync(outDir, { recursive: true, force: true });
   renameSync(staging, outDir);
   writeFileSync(stamp, `${hash}\n`);
