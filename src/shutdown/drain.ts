@@ -47,7 +47,7 @@ export interface DrainSummary {
 export const ATTEMPTS_PER_CALL = 3;
 const RETRY_BACKOFF_MS = [100, 200];
 /** `/server_info` is a few kilobytes; an answer larger than this is not read (the version stays unknown). */
-export const MAX_SERVER_INFO_BYTES = 1024 * 1024;
+export const MAX_SERVER_INFO_BYTES = 256 * 1024;
 
 /** Every attempt failed without reaching Envoy: it is gone, and the hook must not hold up termination. */
 class EnvoyGone extends Error {}

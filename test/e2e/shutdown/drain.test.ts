@@ -6,7 +6,7 @@
 import { statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { drainHarness } from '../../support/envoy/drain-harness';
+import { drainHarness } from './harness';
 import { startProgram, summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
 
 const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;

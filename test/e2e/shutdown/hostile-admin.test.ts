@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { shutdownProgramMemoryBytes } from '../../support/envoy/memory';
-import { drainHarness } from '../../support/envoy/drain-harness';
+import { drainHarness } from './harness';
 import { summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
 import type { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
 

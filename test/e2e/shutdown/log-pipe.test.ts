@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { drainHarness } from '../../support/envoy/drain-harness';
+import { drainHarness } from './harness';
 import { parseLogLines, TARGETS } from '../../support/envoy/shutdown-executable';
 
 /** A FIFO filled to capacity: its read end stays open here (so writers do not fail) but is not read. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { defaultConfig } from '../../../src/config';
 import { mutate, type Pod } from '../../../src/mutate';
-import { drainHarness } from '../../support/envoy/drain-harness';
+import { drainHarness } from './harness';
 import { applyIndependently } from '../../support/independent-patch';
 import { summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
 

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EnvoyAdminSimulator, type SimulatorOptions } from '../envoy-admin-simulator';
-import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from './shutdown-executable';
+import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
+import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
 
 export interface DrainHarness {
   readonly workDir: string;
