@@ -75,6 +75,13 @@ const NOT_ASCII = /[^\x00-\x7f]/;
  * other element (escapes, another order, more members, a split across chunks) takes the general path.
  */
 const ELEMENT = /\{"name":"([\x20\x21\x23-\x5b\x5d-\x7e]*)","value":(-?(?:0|[1-9][0-9]{0,15}))\}/y;
+/**
+ * Following elements of that shape whose names end in `.worker_<n>.downstream_cx_active` or
+ * `.main_thread.downstream_cx_active`: listenerOfGauge rejects every such name (per-handler copy, or not
+ * a listener gauge at all), so skipping the run gives the same count. May match nothing.
+ */
+const HANDLER_RUN =
+  /(?:,\{"name":"[\x20\x21\x23-\x5b\x5d-\x7e]*\.(?:worker_[0-9]+|main_thread)\.downstream_cx_active","value":-?(?:0|[1-9][0-9]{0,15})\})*/y;
 
 const QUOTE = 0x22;
 
@@ -188,7 +195,11 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
             if (element) {
               this.countGauge(element[1] as string, Number(element[2]));
               this.endValue();
-              i = ELEMENT.lastIndex;
+              // The per-worker copies that follow it in Envoy's name order are never counted: skip
+              // the whole run of them in one native step.
+              HANDLER_RUN.lastIndex = ELEMENT.lastIndex;
+              HANDLER_RUN.exec(text);
+              i = HANDLER_RUN.lastIndex;
               continue;
             }
           }
