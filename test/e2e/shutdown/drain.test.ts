@@ -7,11 +7,11 @@ import { statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { drainHarness } from './harness';
-import { startProgram, summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
+import { summaryOf, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 
 const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;
 
-describe.each(TARGETS)('$title', (target) => {
+describe.each(E2E_TARGETS)('$title', (target) => {
   const h = drainHarness(target, 'e2e');
   const { simulator, openClients, drain } = h;
   const PROCESS_SLACK_MS = target.processSlackMs;
@@ -93,15 +93,15 @@ describe.each(TARGETS)('$title', (target) => {
   test('status: table for people, --json for machines', async () => {
     const sim = await simulator({ listeners: [{}, { statName: '0.0.0.0_8002' }] });
     await openClients(sim, 2);
-    const table = await startProgram(target, h.program, ['status', '--admin', sim.adminAddress, '--exclude-listener', '_8002$']).finished;
+    const table = await h.run(['status', '--admin', sim.adminAddress, '--exclude-listener', '_8002$']).finished;
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^State\s+LIVE$/m);
     expect(table.stdout).toMatch(/^Envoy\s+1\.31\.2$/m);
     expect(table.stdout).toMatch(/^Active connections\s+2$/m);
     expect(table.stdout).toMatch(/^0\.0\.0\.0_8002\s+0\s+no \(excluded\)$/m);
-    const json = await startProgram(target, h.program, ['status', '--admin', sim.adminAddress, '--json']).finished;
-    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'LIVE', envoyVersion: '1.31.2', activeConnections: 2, admin: sim.adminAddress });
-    const down = await startProgram(target, h.program, ['status', '--admin', `unix:${join(h.workDir, 'gone.sock')}`]).finished;
+    const json = await h.run(['status', '--admin', sim.adminAddress, '--json']).finished;
+    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'LIVE', envoyVersion: '1.31.2', activeConnections: 2, admin: h.seen(sim.adminAddress) });
+    const down = await h.run(['status', '--admin', `unix:${join(h.workDir, 'gone.sock')}`]).finished;
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot read Envoy status from unix:.*gone\.sock: GET \/server_info: ENOENT/);
   });

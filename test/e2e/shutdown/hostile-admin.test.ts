@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { shutdownProgramMemoryBytes } from '../../support/envoy/memory';
 import { drainHarness } from './harness';
-import { summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
+import { summaryOf, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 import type { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
 
 const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;
@@ -20,7 +20,7 @@ function peakRssBytes(pid: number): number {
   return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
 }
 
-describe.each(TARGETS)('$title', (target) => {
+describe.each(E2E_TARGETS)('$title', (target) => {
   const h = drainHarness(target, 'hostile');
 
   test('60,000 listeners (a 10 MB stats answer) are counted, not taken for Envoy gone', async () => {
@@ -85,6 +85,7 @@ describe.each(TARGETS)('$title', (target) => {
       });
       servers.push(server);
       await new Promise<void>((resolve) => server.listen(path, resolve));
+      h.share(path);
       return `unix:${path}`;
     }
 

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { drainHarness } from './harness';
-import { parseLogLines, TARGETS } from '../../support/envoy/shutdown-executable';
+import { parseLogLines, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 
 /** A FIFO filled to capacity: its read end stays open here (so writers do not fail) but is not read. */
 function fullPipe(path: string): { readEnd: number; filler: number } {
@@ -42,7 +42,7 @@ function readAll(fd: number): string {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-describe.each(TARGETS)('$title', (target) => {
+describe.each(E2E_TARGETS)('$title', (target) => {
   const h = drainHarness(target, 'logpipe');
   const readEnds: number[] = [];
   afterEach(() => {
@@ -53,6 +53,7 @@ describe.each(TARGETS)('$title', (target) => {
     const path = join(h.workDir, 'never-read');
     const pipe = fullPipe(path);
     readEnds.push(pipe.readEnd);
+    h.share(path);
     const sim = await h.simulator();
     const run = await h.drain(sim, ['--deadline', '30s', '--min-drain', '0s'], { ENVOY_SHUTDOWN_LOG: path }).finished;
     expect(run.code).toBe(0);
@@ -65,6 +66,7 @@ describe.each(TARGETS)('$title', (target) => {
     const path = join(h.workDir, 'read-late');
     const pipe = fullPipe(path);
     readEnds.push(pipe.readEnd);
+    h.share(path);
     const sim = await h.simulator();
     const running = h.drain(sim, ['--deadline', '30s', '--min-drain', '1s', '--poll-interval', '200ms'], { ENVOY_SHUTDOWN_LOG: path });
     await sim.waitForRequest(/^\/healthcheck\/fail$/);

@@ -13,7 +13,7 @@ import { defaultConfig } from '../../../src/config';
 import { mutate, type Pod } from '../../../src/mutate';
 import { drainHarness } from './harness';
 import { applyIndependently } from '../../support/independent-patch';
-import { summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
+import { summaryOf, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 
 const POD_FIXTURES = join(__dirname, '../../fixtures/pods');
 
@@ -43,7 +43,7 @@ test('the fixtures exercise the contract (every Envoy fixture gets a drain hook)
   expect(hooks.length).toBe(readdirSync(POD_FIXTURES).filter((name) => name.endsWith('.yaml') && name !== 'not-envoy.yaml').length);
 });
 
-describe.each(TARGETS)('$title', (target) => {
+describe.each(E2E_TARGETS)('$title', (target) => {
   const h = drainHarness(target, 'contract');
 
   test.each(hooks)('the preStop written for $fixture is accepted and starts its timeline', async ({ args, timeline }) => {

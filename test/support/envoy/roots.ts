@@ -7,7 +7,10 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { ShutdownTarget } from './shutdown-executable';
+/** What a root needs to know of the executable it will run: the qemu-user binary, if emulated. */
+export interface RootTarget {
+  emulator: string | undefined;
+}
 
 export type RootKind = 'empty' | 'glibc';
 
@@ -36,7 +39,7 @@ function packageFiles(pkg: string): string[] {
 }
 
 /** glibc for `arch`, as (path on this machine → path in the root) pairs. */
-function glibcFiles(target: ShutdownTarget): [string, string][] {
+function glibcFiles(target: RootTarget): [string, string][] {
   if (!target.emulator) return packageFiles('libc6').map((path) => [path, path]);
   // Debian's cross package keeps the arm64 glibc under /usr/aarch64-linux-gnu/lib; an arm64 image has
   // it in /lib/aarch64-linux-gnu, with the loader also at /lib/ld-linux-aarch64.so.1.
@@ -52,7 +55,7 @@ function glibcFiles(target: ShutdownTarget): [string, string][] {
  * points a container always has (/proc, /dev), /admin for Envoy's admin socket, and, for an emulated
  * target, /usr/bin/qemu-<arch>-static.
  */
-export function buildRoot(root: string, kind: RootKind, target: ShutdownTarget): string[] {
+export function buildRoot(root: string, kind: RootKind, target: RootTarget): string[] {
   chmodSync(root, 0o755);
   const placed: string[] = [];
   const place = (source: string, path: string): void => {
@@ -70,7 +73,7 @@ export function buildRoot(root: string, kind: RootKind, target: ShutdownTarget):
 }
 
 /** The command that runs `args` (a program inside `root`, by its path there) chrooted as uid:gid `user`. */
-export function inRootCommand(root: string, target: ShutdownTarget, user: string, args: string[]): [string, string[]] {
+export function inRootCommand(root: string, target: RootTarget, user: string, args: string[]): [string, string[]] {
   // /proc and /dev are mounted in a private mount namespace of the chroot'ed process (`unshare -m`), so
   // they vanish with it even if the test crashes.
   const script = 'mount -t proc proc "$1/proc" && mount --bind /dev "$1/dev" && shift && exec chroot "$@"';

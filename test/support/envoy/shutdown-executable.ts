@@ -7,6 +7,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { assertBuilt, REPO_ROOT, SHUTDOWN_ARCHES, shutdownDir, shutdownExecutable, type ShutdownArch } from '../build';
+import { inRootCommand } from './roots';
 
 export const ROOT = REPO_ROOT;
 
@@ -26,6 +27,11 @@ export interface ShutdownTarget {
   title: string;
   /** Allowance for process start-up and teardown in assertions bounded by the drain's own timeline. */
   processSlackMs: number;
+  /**
+   * Run inside an empty root (no libc; only the static qemu binary when emulated), chrooted as uid
+   * 65534 with /proc and /dev mounted privately, as in a scratch image. The e2e harness builds the root.
+   */
+  inEmptyRoot: boolean;
 }
 
 export const TARGETS: ShutdownTarget[] = SHUTDOWN_ARCHES.map((arch) => {
@@ -38,8 +44,17 @@ export const TARGETS: ShutdownTarget[] = SHUTDOWN_ARCHES.map((arch) => {
     title: `linux/${arch} executable, ${emulator ? `under ${emulator} on this ${HOST_NAME[HOST_ARCH]} host` : `native on this ${HOST_NAME[HOST_ARCH]} host`}`,
     // Emulated start-up is ~0.1 s idle and several times that on a loaded 2-core machine.
     processSlackMs: emulator ? 1500 : 300,
+    inEmptyRoot: false,
   };
 });
+
+/**
+ * What the end-to-end drain suites run against: the host's executable directly, and the other
+ * architecture's under qemu-user in an empty root (no libc) as uid 65534.
+ */
+export const E2E_TARGETS: ShutdownTarget[] = TARGETS.map((target) =>
+  target.emulator ? { ...target, inEmptyRoot: true, title: `${target.title}, in an empty root (no libc) as uid 65534` } : target,
+);
 
 export const HOST_TARGET = TARGETS.find((t) => t.arch === HOST_ARCH) as ShutdownTarget;
 
@@ -60,10 +75,24 @@ export function installTo(dir: string, target: ShutdownTarget = HOST_TARGET): st
   return join(dir, 'envoy-shutdown');
 }
 
-/** Starts the installed `program` of `target` (see `start`). */
-export function startProgram(target: ShutdownTarget, program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningProcess {
-  const [command, commandArgs] = commandFor(target, program, args);
-  return start(command, commandArgs, env);
+/** The user the rooted targets run as (distroless's nobody). */
+export const NOBODY = '65534:65534';
+
+/**
+ * Starts the installed `program` of `target` (see `start`). For a target that runs in an empty root,
+ * `root` is that root: paths under it, in arguments and environment values (`unix:` addresses too), are
+ * passed as the program sees them from inside.
+ */
+export function startProgram(target: ShutdownTarget, program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, root?: string): RunningProcess {
+  if (!target.inEmptyRoot) {
+    const [command, commandArgs] = commandFor(target, program, args);
+    return start(command, commandArgs, env);
+  }
+  if (!root) throw new Error(`${target.title}: startProgram needs the root`);
+  // The same translation as the harness's `seen`.
+  const inside = (value: string): string => value.split(`${root}/`).join('/');
+  const translatedEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === undefined ? v : inside(v)]));
+  return start(...inRootCommand(root, target, NOBODY, [inside(program), ...args.map(inside)]), translatedEnv);
 }
 
 export interface LogLine {
