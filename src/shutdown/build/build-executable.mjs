@@ -19,7 +19,8 @@
  * Output: DIR/envoy-shutdown (default DIR dist/envoy-shutdown/linux-<arch>), replaced whole, plus
  * DIR.inputs, a hash of every input; `--if-changed` skips the build when that hash still matches.
  * QuickJS's object files and the host qjsc are cached in node_modules/.cache/drainguard-toolchain.
- * `--libc glibc` (static glibc) exists only to reproduce the measurement that chose musl.
+ * `--libc glibc` (static glibc) exists only to reproduce the measurement that chose musl;
+ * ENVOY_SHUTDOWN_KEEP_SYMBOLS=1 skips stripping, for profiling (perf) only.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
