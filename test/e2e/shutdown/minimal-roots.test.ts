@@ -6,7 +6,7 @@
  * has something mounted under it (deleting through a live /dev bind mount would wipe the host's /dev).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,9 +28,15 @@ test.each(TARGETS)('the $arch executable is static: no program interpreter, no d
   expect(machine).toMatch(target.arch === 'amd64' ? /Machine:\s+Advanced Micro Devices X86-64/ : /Machine:\s+AArch64/);
 });
 
-describe.each(TARGETS.flatMap((target) => (['empty', 'glibc'] as RootKind[]).map((kind) => ({ target, kind, title: `${target.title}, in ${kind === 'empty' ? 'an empty root (no libc)' : 'a glibc-only root'} as uid 65534` }))))(
+const ROOTS: { kind: RootKind; mounts: boolean; name: string }[] = [
+  { kind: 'empty', mounts: true, name: 'an empty root (no libc)' },
+  { kind: 'glibc', mounts: true, name: 'a glibc-only root' },
+  { kind: 'empty', mounts: false, name: 'an empty root with nothing mounted (no /proc, no /dev)' },
+];
+
+describe.each(TARGETS.flatMap((target) => ROOTS.map(({ kind, mounts, name }) => ({ target, kind, mounts, title: `${target.title}, in ${name} as uid 65534` }))))(
   '$title',
-  ({ target, kind }) => {
+  ({ target, kind, mounts }) => {
     let root: string;
     let placed: string[];
 
@@ -50,7 +56,7 @@ describe.each(TARGETS.flatMap((target) => (['empty', 'glibc'] as RootKind[]).map
       rmSync(root, { recursive: true, force: true });
     });
 
-    const inRoot = (args: string[]) => start(...inRootCommand(root, target, NOBODY, args));
+    const inRoot = (args: string[]) => start(...inRootCommand(root, target, NOBODY, args, mounts));
 
     test('the root holds only what it should', () => {
       const libc = placed.filter((path) => /\/libc\.so\.6$/.test(path));
@@ -64,6 +70,15 @@ describe.each(TARGETS.flatMap((target) => (['empty', 'glibc'] as RootKind[]).map
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^envoy-shutdown \d+\.\d+\.\d+\n$/);
+    });
+
+    test('install works inside the root too (finding itself without /proc when there is none)', async () => {
+      mkdirSync(join(root, 'scratch'), { mode: 0o1777 });
+      chmodSync(join(root, 'scratch'), 0o1777);
+      const run = await inRoot([PROGRAM, 'install', '--to', '/scratch/drainguard']).finished;
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(readFileSync(join(root, 'scratch/drainguard/envoy-shutdown')).equals(readFileSync(target.built))).toBe(true);
     });
 
     test('drain completes against the simulator socket inside the root', async () => {

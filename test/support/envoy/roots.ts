@@ -72,12 +72,16 @@ export function buildRoot(root: string, kind: RootKind, target: RootTarget): str
   return placed;
 }
 
-/** The command that runs `args` (a program inside `root`, by its path there) chrooted as uid:gid `user`. */
-export function inRootCommand(root: string, target: RootTarget, user: string, args: string[]): [string, string[]] {
+/**
+ * The command that runs `args` (a program inside `root`, by its path there) chrooted as uid:gid `user`.
+ * `mounts` false: nothing is mounted, not even /proc (the program must not need it).
+ */
+export function inRootCommand(root: string, target: RootTarget, user: string, args: string[], mounts = true): [string, string[]] {
+  const program = target.emulator ? [`/usr/bin/${target.emulator}`, ...args] : args;
+  if (!mounts) return ['chroot', [`--userspec=${user}`, root, ...program]];
   // /proc and /dev are mounted in a private mount namespace of the chroot'ed process (`unshare -m`), so
   // they vanish with it even if the test crashes.
   const script = 'mount -t proc proc "$1/proc" && mount --bind /dev "$1/dev" && shift && exec chroot "$@"';
-  const program = target.emulator ? [`/usr/bin/${target.emulator}`, ...args] : args;
   return ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', root, `--userspec=${user}`, root, ...program]];
 }
 
