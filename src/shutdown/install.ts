@@ -1,10 +1,7 @@
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, fchmodSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import type { FileSystem } from './platform/platform';
 
-/** Name of the executable, both in dist/envoy-shutdown/ and in the install directory. */
+/** Name of the executable, both in dist/envoy-shutdown/<arch>/ and in the install directory. */
 export const EXECUTABLE_NAME = 'envoy-shutdown';
-/** Libraries shipped beside the executable (found through its `$ORIGIN/lib` run path), if any. */
-export const LIBRARY_DIR = 'lib';
 
 export class InstallError extends Error {}
 
@@ -13,77 +10,77 @@ export interface InstalledFile {
   mode: number;
 }
 
-/** Runtimes that can run the bundle but are not the self-contained program `install` must copy. */
-const GENERIC_RUNTIMES = new Set(['node', 'nodejs', 'bun']);
+/** Runtimes that can run the sources but are not the self-contained program `install` must copy. */
+const GENERIC_RUNTIMES = new Set(['node', 'nodejs']);
 
-/**
- * Copies the running executable, and the `lib/` directory beside it if there is one, into `targetDir`.
- * Each file is written to a temporary name, fsynced and renamed, so Envoy's preStop never sees a
- * half-written program; libraries go first and the executable last, so an installed executable always
- * has its libraries. Running it again gives the same result.
- */
-export function installExecutable(executablePath: string, targetDir: string): InstalledFile[] {
-  if (GENERIC_RUNTIMES.has(basename(executablePath))) {
-    throw new InstallError(
-      `install must be run from the built ${EXECUTABLE_NAME} executable (npm run build:shutdown), not through ${basename(executablePath)}`,
-    );
-  }
-  const sourceDir = dirname(executablePath);
-  const installed: InstalledFile[] = [];
-  const libraryDir = join(sourceDir, LIBRARY_DIR);
-  if (existsSync(libraryDir) && statSync(libraryDir).isDirectory()) {
-    const targetLibraryDir = join(targetDir, LIBRARY_DIR);
-    makeDirectory(targetLibraryDir);
-    for (const name of readdirSync(libraryDir).sort()) {
-      installed.push(copyAtomically(join(libraryDir, name), join(targetLibraryDir, name), 0o644));
-    }
-    syncDirectory(targetLibraryDir);
-  } else {
-    makeDirectory(targetDir);
-  }
-  installed.push(copyAtomically(executablePath, join(targetDir, EXECUTABLE_NAME), 0o755));
-  syncDirectory(targetDir);
-  return installed;
+function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
 }
 
-function makeDirectory(dir: string): void {
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash < 0 ? '.' : slash === 0 ? '/' : path.slice(0, slash);
+}
+
+/**
+ * Copies the running executable (static: nothing ships beside it) into `targetDir`. It is written to a
+ * temporary name, fsynced and renamed, so Envoy's preStop never sees a half-written program; running
+ * it again gives the same result.
+ */
+export function installExecutable(files: FileSystem, pid: number, executablePath: string, targetDir: string): InstalledFile[] {
+  if (GENERIC_RUNTIMES.has(baseName(executablePath))) {
+    throw new InstallError(
+      `install must be run from the built ${EXECUTABLE_NAME} executable (npm run build:shutdown), not through ${baseName(executablePath)}`,
+    );
+  }
+  makeDirectories(files, targetDir);
+  const target = targetDir.endsWith('/') ? `${targetDir}${EXECUTABLE_NAME}` : `${targetDir}/${EXECUTABLE_NAME}`;
+  const installed = copyAtomically(files, pid, executablePath, target, 0o755);
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    files.syncDirectory(parentOf(target));
+  } catch (error) {
+    throw new InstallError(`cannot sync ${parentOf(target)}: ${describe(error)}`);
+  }
+  return [installed];
+}
+
+/** `mkdir -p` with mode 0755: every missing level of `dir`, and `dir` must end up a directory. */
+function makeDirectories(files: FileSystem, dir: string): void {
+  const parts = dir.split('/');
+  let prefix = dir.startsWith('/') ? '' : '.';
+  try {
+    for (const part of parts) {
+      if (part === '' || part === '.') continue;
+      prefix = `${prefix}/${part}`;
+      try {
+        files.makeDirectory(prefix, 0o755);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'EEXIST') throw error;
+      }
+    }
+    if (!files.isDirectory(dir)) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
   } catch (error) {
     throw new InstallError(`cannot create ${dir}: ${describe(error)}`);
   }
 }
 
-function copyAtomically(source: string, target: string, mode: number): InstalledFile {
-  const temporary = join(dirname(target), `.${basename(target)}.tmp-${process.pid}`);
+function copyAtomically(files: FileSystem, pid: number, source: string, target: string, mode: number): InstalledFile {
+  const temporary = `${parentOf(target)}/.${baseName(target)}.tmp-${pid}`;
   try {
-    copyFileSync(source, temporary);
-    const fd = openSync(temporary, 'r+');
-    try {
-      fchmodSync(fd, mode);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temporary, target);
+    files.copyToNewFile(source, temporary, mode);
+    files.rename(temporary, target);
     return { path: target, mode };
   } catch (error) {
-    rmSync(temporary, { force: true });
+    try {
+      files.remove(temporary);
+    } catch {
+      // Nothing more to clean up than what the error below reports.
+    }
     throw new InstallError(`cannot write ${target}: ${describe(error)}`);
   }
 }
 
-/** Makes the renames durable: without it a node crash could leave the directory entry pointing nowhere. */
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 function describe(error: unknown): string {
-  const { code, message } = error as NodeJS.ErrnoException;
+  const { code, message } = error as { code?: string; message?: string };
   return code ? `${code} (${message})` : String(message ?? error);
 }

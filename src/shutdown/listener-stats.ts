@@ -3,7 +3,14 @@
  *
  * `server.total_connections` is deliberately not used: it is refreshed only at stats flush and also
  * counts the probe connections, so it neither falls promptly nor reaches zero.
+ *
+ * The stats answer is read as a stream: `ListenerGaugeScanner` checks the JSON as bytes arrive and
+ * sums the listener gauges on the way, keeping only the token it is in. Memory does not grow with the
+ * answer, so 10,000 listeners or a million stats cost the same few kilobytes; only time grows, and the
+ * admin call's timeout bounds that.
  */
+import type { BodyReader } from './http1';
+import { fromCodeUnits, utf8Decode, utf8Encode } from './platform/utf8';
 
 /** The regex Envoy evaluates (RE2) for the gauges we need; percent-encoded into the query string. */
 export const LISTENER_GAUGE_FILTER = '^listener\\..*\\.downstream_cx_active$';
@@ -28,7 +35,12 @@ export interface ConnectionCount {
   /** Sum over counted listeners; `null` when no listener gauge was visible at all (unknown, never 0). */
   total: number | null;
   listeners: ListenerGauge[];
+  /** Listener gauges seen but not kept in `listeners` (beyond the caller's limit). */
+  omitted: number;
 }
+
+/** What one stats answer gave: a count, or why there is none. */
+export type GaugeScan = ({ ok: true } & ConnectionCount) | { ok: false; error: string };
 
 /** The listener segment of a gauge name, or undefined for names that are not a listener-level gauge. */
 export function listenerOfGauge(name: string): string | undefined {
@@ -45,23 +57,391 @@ function roleOf(listener: string, excludes: readonly RegExp[]): ListenerRole {
   return 'counted';
 }
 
+/** Deepest nesting accepted; Envoy's answer is 4 deep (histograms 5). */
+const MAX_DEPTH = 64;
+/** A stat name longer than this cannot be judged, so the count becomes unknown. */
+export const MAX_NAME_BYTES = 16 * 1024;
+/** Keys are compared with `stats`, `name` and `value`; even fully \u-escaped those fit in this. */
+const MAX_KEY_BYTES = 256;
+/** Numbers and the literals true/false/null. */
+const MAX_SCALAR_BYTES = 64;
+const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+/** The characters a number or literal is made of (digits, sign, point, exponent, letters). */
+const SCALAR = /[-+.0-9A-Za-z]*/y;
+const NOT_ASCII = /[^\x00-\x7f]/;
 /**
- * Reads a `/stats?format=json` body. Elements without a numeric `value` (text readouts, the trailing
- * histograms element) are skipped. Throws on a body that is not Envoy's JSON shape.
+ * Envoy's element, `{"name":"<printable ASCII, no escapes>","value":<integer>}`: exactly a JSON object
+ * with those two members, so matching it gives what the general path would, in one native step. Any
+ * other element (escapes, another order, more members, a split across chunks) takes the general path.
  */
-export function countConnections(body: string, excludes: readonly RegExp[]): ConnectionCount {
-  const parsed: unknown = JSON.parse(body);
-  const stats = (parsed as { stats?: unknown } | null)?.stats;
-  if (!Array.isArray(stats)) throw new Error('stats answer has no "stats" array');
-  const listeners: ListenerGauge[] = [];
-  for (const element of stats as unknown[]) {
-    const { name, value } = (element ?? {}) as { name?: unknown; value?: unknown };
-    if (typeof name !== 'string' || typeof value !== 'number') continue;
-    const listener = listenerOfGauge(name);
-    if (listener === undefined) continue;
-    listeners.push({ listener, active: value, role: roleOf(listener, excludes) });
+const ELEMENT = /\{"name":"([\x20\x21\x23-\x5b\x5d-\x7e]*)","value":(-?(?:0|[1-9][0-9]{0,15}))\}/y;
+/**
+ * Following elements of that shape whose names end in `.worker_<n>.downstream_cx_active` or
+ * `.main_thread.downstream_cx_active`: listenerOfGauge rejects every such name (per-handler copy, or not
+ * a listener gauge at all), so skipping the run gives the same count. May match nothing.
+ */
+const HANDLER_RUN =
+  /(?:,\{"name":"[\x20\x21\x23-\x5b\x5d-\x7e]*\.(?:worker_[0-9]+|main_thread)\.downstream_cx_active","value":-?(?:0|[1-9][0-9]{0,15})\})*/y;
+
+const QUOTE = 0x22;
+
+class MalformedStats extends Error {}
+
+type Expect = 'value' | 'value-or-close' | 'key-or-close' | 'key' | 'colon' | 'comma-or-close' | 'end';
+type Container = 'object' | 'array';
+/** What a string being read will be used for. */
+type StringRole = 'top-key' | 'element-key' | 'name' | 'other';
+
+/**
+ * Reads a `/stats?format=json` answer incrementally (a BodyReader): `{"stats":[{"name":…,"value":…},…]}`.
+ * The JSON must be well formed as a whole; elements without a numeric `value` (text readouts, the
+ * trailing histograms element) are skipped, like JSON.parse plus a filter would. Any error makes the
+ * count unknown, never a smaller number.
+ */
+export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
+  private readonly stack: Container[] = [];
+  private expect: Expect = 'value';
+  private error: string | undefined;
+
+  // The token being read.
+  private mode: 'none' | 'string' | 'scalar' = 'none';
+  private stringRole: StringRole = 'other';
+  private escapePending = false;
+  private captured: string[] = [];
+  private capturedBytes = 0;
+  private captureLimit = 0;
+  private captureOverflow = false;
+  private scalar = '';
+  /** Position of the next backslash in the current chunk at or after the scan position (chunk-local cache). */
+  private nextBackslash = -1;
+
+  // Where in Envoy's shape we are.
+  private topKey = '';
+  private statsKind: 'absent' | 'array' | 'other' = 'absent';
+  private inStatsArray = false;
+  private inElement = false;
+  private elementKey = '';
+  private name: string | undefined;
+  private nameTooLong = false;
+  private value: number | undefined;
+
+  // The result so far.
+  private visible = 0;
+  private total = 0;
+  private listeners: ListenerGauge[] = [];
+  private omitted = 0;
+
+  /** `keepListeners` bounds the per-listener rows kept (status shows them); the drain keeps none. */
+  constructor(
+    private readonly excludes: readonly RegExp[],
+    private readonly keepListeners = 0,
+  ) {}
+
+  push(bytes: Uint8Array): boolean {
+    if (this.error !== undefined) return false;
+    try {
+      // One native conversion per chunk; from then on the scan uses the engine's string search
+      // (indexOf, slice, sticky regexes) instead of a loop over bytes in JavaScript, which is what
+      // keeps it fast on QuickJS's interpreter. Latin-1: one character per byte, nothing decoded yet.
+      this.scan(fromCodeUnits(bytes));
+      return true;
+    } catch (error) {
+      if (!(error instanceof MalformedStats)) throw error;
+      this.error = error.message;
+      return false;
+    }
   }
-  const visible = listeners.filter((l) => l.role !== 'admin');
-  const total = visible.length === 0 ? null : visible.filter((l) => l.role === 'counted').reduce((sum, l) => sum + l.active, 0);
-  return { total, listeners };
+
+  finish(): GaugeScan {
+    if (this.error === undefined) {
+      try {
+        if (this.mode === 'scalar') this.endScalar();
+        if (this.mode === 'string' || this.expect !== 'end') throw new MalformedStats('stats answer ends before its JSON does');
+        if (this.statsKind !== 'array') throw new MalformedStats('stats answer has no "stats" array');
+      } catch (error) {
+        if (!(error instanceof MalformedStats)) throw error;
+        this.error = error.message;
+      }
+    }
+    if (this.error !== undefined) return { ok: false, error: this.error };
+    return { ok: true, total: this.visible === 0 ? null : this.total, listeners: this.listeners, omitted: this.omitted };
+  }
+
+  private scan(text: string): void {
+    this.nextBackslash = -1;
+    const n = text.length;
+    let i = 0;
+    while (i < n) {
+      if (this.mode === 'string') {
+        i = this.continueString(text, i);
+        continue;
+      }
+      if (this.mode === 'scalar') {
+        i = this.continueScalar(text, i);
+        continue;
+      }
+      const c = text.charCodeAt(i);
+      switch (c) {
+        case 0x20:
+        case 0x09:
+        case 0x0a:
+        case 0x0d:
+          break;
+        case 0x7b: // {
+          if (this.stack.length === 2 && this.inStatsArray && (this.expect === 'value' || this.expect === 'value-or-close')) {
+            // The common element, whole in this chunk: matched natively in one step (see ELEMENT).
+            ELEMENT.lastIndex = i;
+            const element = ELEMENT.exec(text);
+            if (element) {
+              this.countGauge(element[1] as string, Number(element[2]));
+              this.endValue();
+              // The per-worker copies that follow it in Envoy's name order are never counted: skip
+              // the whole run of them in one native step.
+              HANDLER_RUN.lastIndex = ELEMENT.lastIndex;
+              HANDLER_RUN.exec(text);
+              i = HANDLER_RUN.lastIndex;
+              continue;
+            }
+          }
+          this.beginValue('object');
+          this.stack.push('object');
+          this.expect = 'key-or-close';
+          if (this.stack.length === 3 && this.inStatsArray) this.beginElement();
+          break;
+        case 0x5b: // [
+          this.beginValue('array');
+          this.stack.push('array');
+          this.expect = 'value-or-close';
+          break;
+        case 0x7d: // }
+          if ((this.expect !== 'key-or-close' && this.expect !== 'comma-or-close') || this.stack[this.stack.length - 1] !== 'object') {
+            throw new MalformedStats('unexpected }');
+          }
+          if (this.stack.length === 3 && this.inElement) this.endElement();
+          this.stack.pop();
+          this.endValue();
+          break;
+        case 0x5d: // ]
+          if ((this.expect !== 'value-or-close' && this.expect !== 'comma-or-close') || this.stack[this.stack.length - 1] !== 'array') {
+            throw new MalformedStats('unexpected ]');
+          }
+          if (this.stack.length === 2) this.inStatsArray = false;
+          this.stack.pop();
+          this.endValue();
+          break;
+        case 0x3a: // :
+          if (this.expect !== 'colon') throw new MalformedStats('unexpected :');
+          this.expect = 'value';
+          break;
+        case 0x2c: // ,
+          if (this.expect !== 'comma-or-close') throw new MalformedStats('unexpected ,');
+          this.expect = this.stack[this.stack.length - 1] === 'object' ? 'key' : 'value';
+          break;
+        case QUOTE:
+          if (this.expect === 'key' || this.expect === 'key-or-close') {
+            const depth = this.stack.length;
+            this.beginString(depth === 1 ? 'top-key' : depth === 3 && this.inElement ? 'element-key' : 'other');
+          } else {
+            this.beginValue('string');
+            this.beginString(this.stack.length === 3 && this.inElement && this.elementKey === 'name' ? 'name' : 'other');
+          }
+          i++;
+          continue;
+        default:
+          if (c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x74 || c === 0x66 || c === 0x6e) {
+            this.beginValue('scalar');
+            this.mode = 'scalar';
+            this.scalar = '';
+            continue; // continueScalar reads it from here
+          }
+          throw new MalformedStats(`unexpected byte 0x${c.toString(16)}`);
+      }
+      i++;
+    }
+  }
+
+  /** Reads the bytes of a number or literal from `start` (it may continue in the next chunk). */
+  private continueScalar(text: string, start: number): number {
+    SCALAR.lastIndex = start;
+    const piece = (SCALAR.exec(text) as RegExpExecArray)[0];
+    if (this.scalar.length + piece.length > MAX_SCALAR_BYTES) throw new MalformedStats('number or literal too long');
+    this.scalar += piece;
+    const end = start + piece.length;
+    if (end < text.length) this.endScalar();
+    return end;
+  }
+
+  /** A value starts where one is expected; records what the value means in Envoy's shape. */
+  private beginValue(kind: 'object' | 'array' | 'string' | 'scalar'): void {
+    if (this.expect !== 'value' && this.expect !== 'value-or-close') throw new MalformedStats(`unexpected ${kind}`);
+    if ((kind === 'object' || kind === 'array') && this.stack.length >= MAX_DEPTH) throw new MalformedStats(`nested deeper than ${MAX_DEPTH}`);
+    const depth = this.stack.length;
+    if (depth === 1 && this.topKey === 'stats') {
+      // A repeated "stats" key: the last one wins, as with JSON.parse.
+      this.statsKind = kind === 'array' ? 'array' : 'other';
+      this.resetCount();
+      if (kind === 'array') this.inStatsArray = true;
+    }
+    if (depth === 3 && this.inElement) {
+      if (this.elementKey === 'name' && kind !== 'string') {
+        this.name = undefined;
+        this.nameTooLong = false;
+      }
+      if (this.elementKey === 'value' && kind !== 'scalar') this.value = undefined;
+    }
+  }
+
+  private endValue(): void {
+    this.expect = this.stack.length === 0 ? 'end' : 'comma-or-close';
+  }
+
+  private beginString(role: StringRole): void {
+    this.mode = 'string';
+    this.stringRole = role;
+    this.escapePending = false;
+    this.captured = [];
+    this.capturedBytes = 0;
+    this.captureOverflow = false;
+    this.captureLimit = role === 'name' ? MAX_NAME_BYTES : role === 'other' ? 0 : MAX_KEY_BYTES;
+  }
+
+  /** Reads string bytes from `start`; returns where scanning goes on. Jumps between quotes and backslashes. */
+  private continueString(text: string, start: number): number {
+    const n = text.length;
+    let i = start;
+    if (this.escapePending) {
+      this.escapePending = false;
+      i++; // the escaped byte (the \uXXXX digits that may follow contain no quote or backslash)
+    }
+    for (;;) {
+      const quote = i < n ? text.indexOf('"', i) : -1;
+      if (this.nextBackslash < i) {
+        const found = i < n ? text.indexOf('\\', i) : -1;
+        this.nextBackslash = found < 0 ? n : found;
+      }
+      const stop = quote < 0 ? n : quote;
+      if (this.nextBackslash < stop) {
+        // Skip the escape; a quote it escaped is searched past.
+        i = this.nextBackslash + 2;
+        if (i > n) {
+          this.capture(text, start, n);
+          this.escapePending = true;
+          return n;
+        }
+        continue;
+      }
+      if (quote < 0) {
+        this.capture(text, start, n);
+        return n;
+      }
+      this.capture(text, start, quote);
+      this.endString();
+      return quote + 1;
+    }
+  }
+
+  /** Keeps the string's characters (Latin-1, one per byte) if this string is wanted. */
+  private capture(text: string, from: number, to: number): void {
+    if (this.captureLimit === 0 || from >= to || this.captureOverflow) return;
+    if (this.capturedBytes + (to - from) > this.captureLimit) {
+      this.captureOverflow = true;
+      this.captured = [];
+      return;
+    }
+    this.captured.push(text.slice(from, to));
+    this.capturedBytes += to - from;
+  }
+
+  private capturedText(): string | undefined {
+    if (this.captureOverflow) return undefined;
+    const raw = this.captured.length === 1 ? (this.captured[0] as string) : this.captured.join('');
+    if (raw.indexOf('\\') < 0 && !NOT_ASCII.test(raw)) return raw;
+    const bytes = new Uint8Array(raw.length);
+    for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    try {
+      // Escapes and UTF-8 decoded exactly as JSON.parse would.
+      return JSON.parse(`"${utf8Decode(bytes)}"`) as string;
+    } catch {
+      throw new MalformedStats('a stats string is not valid JSON');
+    }
+  }
+
+  private endString(): void {
+    this.mode = 'none';
+    const role = this.stringRole;
+    if (role === 'other') {
+      if (this.expect === 'key' || this.expect === 'key-or-close') this.expect = 'colon';
+      else this.endValue();
+      return;
+    }
+    const text = this.capturedText();
+    this.captured = [];
+    if (role === 'top-key') {
+      this.topKey = text ?? '';
+      this.expect = 'colon';
+    } else if (role === 'element-key') {
+      this.elementKey = text ?? '';
+      this.expect = 'colon';
+    } else {
+      this.name = text;
+      this.nameTooLong = text === undefined;
+      this.endValue();
+    }
+  }
+
+  private endScalar(): void {
+    this.mode = 'none';
+    const text = this.scalar;
+    let value: number | undefined;
+    if (text === 'true' || text === 'false' || text === 'null') value = undefined;
+    else if (NUMBER.test(text)) value = Number(text);
+    else throw new MalformedStats(`invalid JSON value ${JSON.stringify(text)}`);
+    if (this.stack.length === 3 && this.inElement && this.elementKey === 'value') this.value = value;
+    this.endValue();
+  }
+
+  private beginElement(): void {
+    this.inElement = true;
+    this.elementKey = '';
+    this.name = undefined;
+    this.nameTooLong = false;
+    this.value = undefined;
+  }
+
+  private endElement(): void {
+    this.inElement = false;
+    if (this.value === undefined) return;
+    if (this.nameTooLong) throw new MalformedStats(`a stat name longer than ${MAX_NAME_BYTES} bytes`);
+    if (this.name === undefined) return;
+    this.countGauge(this.name, this.value);
+  }
+
+  private countGauge(name: string, value: number): void {
+    const listener = listenerOfGauge(name);
+    if (listener === undefined) return;
+    const role = roleOf(listener, this.excludes);
+    if (role !== 'admin') this.visible++;
+    if (role === 'counted') this.total += value;
+    if (this.listeners.length < this.keepListeners) this.listeners.push({ listener, active: value, role });
+    else this.omitted++;
+  }
+
+  private resetCount(): void {
+    this.visible = 0;
+    this.total = 0;
+    this.listeners = [];
+    this.omitted = 0;
+  }
+}
+
+/**
+ * Counts a whole `/stats?format=json` body at once (the scanner fed in one piece). Throws on a body
+ * that is not Envoy's JSON shape.
+ */
+export function countConnections(body: string | Uint8Array, excludes: readonly RegExp[], keepListeners = Number.MAX_SAFE_INTEGER): ConnectionCount {
+  const scanner = new ListenerGaugeScanner(excludes, keepListeners);
+  scanner.push(typeof body === 'string' ? utf8Encode(body) : body);
+  const scan = scanner.finish();
+  if (!scan.ok) throw new Error(scan.error);
+  return { total: scan.total, listeners: scan.listeners, omitted: scan.omitted };
 }

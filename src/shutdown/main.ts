@@ -1,6 +1,8 @@
 /**
- * `envoy-shutdown`: Envoy's own preStop drain (docs/design.md, "The drain"). Bundled by esbuild into one file with only
- * Node builtins and compiled into a single executable (see build/build-executable.mjs).
+ * `envoy-shutdown`: Envoy's own preStop drain (docs/design.md, "The drain"). Everything that touches the
+ * system goes through a Platform (platform/platform.ts): Node's when run from the sources (tests), the
+ * QuickJS host's inside the static executable (build/build-executable.mjs, docs/envoy-shutdown.md). The
+ * command line is the drain contract's (../drain-contract.ts), which the webhook writes it with.
  *
  *   envoy-shutdown install --to DIR
  *   envoy-shutdown drain --admin unix:/admin/admin.sock [--deadline 290s] …
@@ -23,16 +25,28 @@ import {
   type ParsedFlags,
 } from '../drain-contract';
 import { AdminCallError, createAdminClient } from './admin-client';
-import { systemClock } from './clock';
+import { platformClock } from './clock';
 import { drainEnvoy, type DrainSettings } from './drain';
 import { InstallError, installExecutable } from './install';
-import { createLog, openLogSink } from './log';
+import { createLog, LOG_TARGET_ENV, openLogSink } from './log';
+import { platform as currentPlatform } from './platform/current';
+import type { Platform } from './platform/platform';
 import { readStatus, renderStatusTable } from './status';
 import { VERSION } from '../version';
 
-const COMMANDS: Record<string, { summary: string; flags: Readonly<Record<string, FlagSpec>>; run: (flags: ParsedFlags) => Promise<number> }> = {
+/** How long after the deadline the safety timer ends the drain, and then the host's hard deadline. */
+const SAFETY_TIMER_GRACE_MS = 500;
+const HARD_DEADLINE_GRACE_MS = 1000;
+
+type Command = {
+  summary: string;
+  flags: Readonly<Record<string, FlagSpec>>;
+  run: (flags: ParsedFlags, platform: Platform) => Promise<number>;
+};
+
+const COMMANDS: Record<string, Command> = {
   install: {
-    summary: 'copy this program (and its lib/) into DIR atomically, mode 0755',
+    summary: 'copy this program into DIR atomically, mode 0755',
     flags: { to: { kind: 'string', placeholder: 'DIR', help: 'target directory, e.g. /config/drainguard' } },
     run: runInstall,
   },
@@ -51,7 +65,7 @@ const COMMANDS: Record<string, { summary: string; flags: Readonly<Record<string,
     },
     run: runStatus,
   },
-  version: { summary: 'print the version', flags: {}, run: async () => (process.stdout.write(`${PROGRAM_NAME} ${VERSION}\n`), 0) },
+  version: { summary: 'print the version', flags: {}, run: async (_flags, platform) => (platform.print('stdout', `${PROGRAM_NAME} ${VERSION}\n`), 0) },
 };
 
 function single<T>(flags: ParsedFlags, name: string): T | undefined {
@@ -64,10 +78,10 @@ function required<T>(flags: ParsedFlags, name: string): T {
   return value;
 }
 
-async function runInstall(flags: ParsedFlags): Promise<number> {
+async function runInstall(flags: ParsedFlags, platform: Platform): Promise<number> {
   const target = required<string>(flags, 'to');
-  const installed = installExecutable(process.execPath, target);
-  for (const file of installed) process.stdout.write(`installed ${file.path} (mode ${file.mode.toString(8)})\n`);
+  const installed = installExecutable(platform.files, platform.pid(), platform.executablePath(), target);
+  for (const file of installed) platform.print('stdout', `installed ${file.path} (mode ${file.mode.toString(8)})\n`);
   return 0;
 }
 
@@ -82,36 +96,42 @@ function drainSettings(flags: ParsedFlags): { address: AdminAddress; settings: D
   return { address: admin, settings };
 }
 
-async function runDrain(flags: ParsedFlags): Promise<number> {
+async function runDrain(flags: ParsedFlags, platform: Platform): Promise<number> {
   const { address, settings } = drainSettings(flags);
-  const sink = openLogSink();
+  const sink = openLogSink(platform, platform.env(LOG_TARGET_ENV));
   const log = createLog(sink);
-  // Belt and braces: whatever happens inside (a bug, a stuck syscall), the hook returns by the deadline.
-  setTimeout(() => {
+  // Belt and braces: whatever happens inside (a bug, an admin call that outlives its timeout), the hook
+  // returns by the deadline; and should JavaScript itself be stuck, the host ends the process. Both
+  // timers take any deadline the flags accept (platform.ts: no overflow above 2^31-1 ms).
+  const safetyTimer = platform.setTimer(settings.deadlineMs + SAFETY_TIMER_GRACE_MS, () => {
     log('summary', { reason: 'deadline', note: 'safety timer' });
-    process.exit(0);
-  }, settings.deadlineMs + 500).unref();
+    sink.close();
+    platform.exit(0);
+  });
+  const hardDeadline = platform.armHardDeadline(settings.deadlineMs + HARD_DEADLINE_GRACE_MS);
   try {
-    await drainEnvoy(settings, { admin: createAdminClient(address), clock: systemClock, log });
+    await drainEnvoy(settings, { admin: createAdminClient(platform, address), clock: platformClock(platform), log });
   } catch (error) {
     log('error', { error: (error as Error).message });
   } finally {
+    platform.clearTimer(safetyTimer);
+    hardDeadline.disarm();
     sink.close();
   }
   return 0;
 }
 
-async function runStatus(flags: ParsedFlags): Promise<number> {
+async function runStatus(flags: ParsedFlags, platform: Platform): Promise<number> {
   const address = required<AdminAddress>(flags, 'admin');
   const timeoutMs = required<number>(flags, 'request-timeout');
   const excludes = (flags.get('exclude-listener') ?? []).map((pattern) => new RegExp(pattern as string));
   try {
-    const status = await readStatus(createAdminClient(address), address.text, excludes, timeoutMs);
-    process.stdout.write(single<boolean>(flags, 'json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatusTable(status));
+    const status = await readStatus(createAdminClient(platform, address), address.text, excludes, timeoutMs);
+    platform.print('stdout', single<boolean>(flags, 'json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatusTable(status));
     return 0;
   } catch (error) {
     if (!(error instanceof AdminCallError)) throw error;
-    process.stderr.write(`${PROGRAM_NAME} status: cannot read Envoy status from ${address.text}: ${error.message}\n`);
+    platform.print('stderr', `${PROGRAM_NAME} status: cannot read Envoy status from ${address.text}: ${error.message}\n`);
     return 1;
   }
 }
@@ -124,23 +144,23 @@ export function usage(): string {
   return `${sections.join('\n\n')}\n\nDurations: Ns or Nms. Drain logs go to /proc/1/fd/1 (else stderr); set ENVOY_SHUTDOWN_LOG=stderr|stdout|PATH to override.\n`;
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], platform: Platform = currentPlatform): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(usage());
+    platform.print('stdout', usage());
     return name === undefined ? 2 : 0;
   }
   const command = COMMANDS[name];
   try {
     if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
-    return await command.run(parseFlags(rest, command.flags));
+    return await command.run(parseFlags(rest, command.flags), platform);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`${PROGRAM_NAME} ${name}: ${error.message}\nRun "${PROGRAM_NAME} help" for usage.\n`);
+      platform.print('stderr', `${PROGRAM_NAME} ${name}: ${error.message}\nRun "${PROGRAM_NAME} help" for usage.\n`);
       return 2;
     }
     if (error instanceof InstallError) {
-      process.stderr.write(`${PROGRAM_NAME} install: ${error.message}\n`);
+      platform.print('stderr', `${PROGRAM_NAME} install: ${error.message}\n`);
       return 1;
     }
     throw error;

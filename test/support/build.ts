@@ -5,7 +5,7 @@
  * build is there.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 /**
@@ -30,25 +30,21 @@ export function repoPath(...segments: string[]): string {
 /** The project's pinned Node (the system one may be older). */
 export const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
 export const CLI_MAIN = join(REPO_ROOT, 'dist/cli/main.js');
-export const SHUTDOWN_DIR = join(REPO_ROOT, 'dist/envoy-shutdown');
-export const SHUTDOWN_EXECUTABLE = join(SHUTDOWN_DIR, 'envoy-shutdown');
+/** The architectures envoy-shutdown is built for (Debian / Go names, as Docker's TARGETARCH). */
+export const SHUTDOWN_ARCHES = ['amd64', 'arm64'] as const;
+export type ShutdownArch = (typeof SHUTDOWN_ARCHES)[number];
+/** The directory `npm run build:shutdown -- --arch ARCH` writes (the executable is alone in it). */
+export function shutdownDir(arch: ShutdownArch): string {
+  return join(REPO_ROOT, 'dist/envoy-shutdown', `linux-${arch}`);
+}
+export function shutdownExecutable(arch: ShutdownArch): string {
+  return join(shutdownDir(arch), 'envoy-shutdown');
+}
 /** Contour's own Envoy DaemonSet manifests (examples/contour/03-envoy.yaml) at three releases. */
 export const CONTOUR_FIXTURES_DIR = join(REPO_ROOT, 'test/fixtures/contour');
 export const CONTOUR_FIXTURES = ['03-envoy-main.yaml', '03-envoy-v1.23.0.yaml', '03-envoy-v1.33.6.yaml'].map((name) =>
   join(CONTOUR_FIXTURES_DIR, name),
 );
-
-function newestMtime(path: string): number {
-  const stats = statSync(path);
-  if (!stats.isDirectory()) return stats.mtimeMs;
-  return readdirSync(path).reduce((newest, entry) => Math.max(newest, newestMtime(join(path, entry))), stats.mtimeMs);
-}
-
-function isNewerThanSources(artefact: string, sources: readonly string[]): boolean {
-  if (!existsSync(artefact)) return false;
-  const built = statSync(artefact).mtimeMs;
-  return sources.every((source) => newestMtime(join(REPO_ROOT, source)) <= built);
-}
 
 /** Compiles src/ to dist/ (fast enough to run every time) and rebuilds the drain program when stale. */
 export function buildAll(log: (line: string) => void = () => undefined): void {
@@ -58,18 +54,22 @@ export function buildAll(log: (line: string) => void = () => undefined): void {
   buildShutdownIfStale(log);
 }
 
-/** Bundling and compiling the single executable takes seconds: only when its sources changed. */
-export function buildShutdownIfStale(log: (line: string) => void = () => undefined): void {
-  if (isNewerThanSources(SHUTDOWN_EXECUTABLE, ['src/shutdown', 'src/drain-contract.ts', 'src/version.ts', 'package-lock.json'])) return;
-  log('building dist/envoy-shutdown (npm run build:shutdown)');
-  execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
+/**
+ * Both static executables, each rebuilt only when a hash of its inputs changed (the build script keeps
+ * it beside the output): a test run builds each architecture at most once.
+ */
+export function buildShutdownIfStale(log: (line: string) => void = () => undefined, arches: readonly ShutdownArch[] = SHUTDOWN_ARCHES): void {
+  for (const arch of arches) {
+    log(`dist/envoy-shutdown/linux-${arch} (npm run build:shutdown -- --arch ${arch} --if-changed)`);
+    execFileSync(NODE, [join(REPO_ROOT, 'src/shutdown/build/build-executable.mjs'), '--arch', arch, '--if-changed'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  }
 }
 
 /** For suites: fail with a clear message instead of a confusing ENOENT when run without globalSetup. */
 export function assertBuilt(): void {
-  for (const artefact of [CLI_MAIN, SHUTDOWN_EXECUTABLE]) {
+  for (const artefact of [CLI_MAIN, ...SHUTDOWN_ARCHES.map(shutdownExecutable)]) {
     if (!existsSync(artefact)) {
-      throw new Error(`${artefact} is missing: run the tests through jest (its globalSetup builds) or \`npm run build && npm run build:shutdown\``);
+      throw new Error(`${artefact} is missing: run the tests through jest (its globalSetup builds) or \`npm run build && npm run build:shutdown -- --arch amd64 && npm run build:shutdown -- --arch arm64\``);
     }
   }
 }

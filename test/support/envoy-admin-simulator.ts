@@ -36,6 +36,11 @@ export interface SimulatorOptions {
   /** `--drain-time-s`: after a graceful drain starts, listeners stop after this long unless skip_exit. */
   drainTimeS?: number;
   drainStrategy?: 'Gradual' | 'Immediate';
+  /**
+   * Listeners that exist only in the stats (no socket, never a connection): `idle_listener_<n>`, each
+   * with its per-worker copies. For an Envoy with tens of thousands of listeners.
+   */
+  idleListeners?: number;
 }
 
 export interface RecordedRequest {
@@ -62,6 +67,11 @@ export interface Faults {
   statsHidden?: boolean;
   /** Successive stats answers report these totals on the first listener instead of the real count. */
   bouncingCounts?: number[];
+  /**
+   * `/stats` answers are padded to about `bytes` bytes with other gauges sorted before the listener
+   * ones (still valid JSON), streamed as they are sent; `Infinity`: the answer never ends.
+   */
+  hugeStats?: { bytes: number };
 }
 
 interface SimulatedListener {
@@ -164,9 +174,9 @@ export class EnvoyAdminSimulator extends EventEmitter {
   }
 
   /** Resolves with the first recorded request (past or future) whose path matches. */
-  async waitForRequest(path: RegExp, method?: string): Promise<RecordedRequest> {
+  async waitForRequest(path: RegExp, method?: string, timeoutMs?: number): Promise<RecordedRequest> {
     const find = () => this.requests.find((r) => path.test(r.path) && (method === undefined || r.method === method));
-    await this.waitFor(() => find() !== undefined);
+    await this.waitFor(() => find() !== undefined, timeoutMs);
     return find() as RecordedRequest;
   }
 
@@ -291,6 +301,9 @@ export class EnvoyAdminSimulator extends EventEmitter {
         return send(res, this.state === 'LIVE' ? 200 : 503, `${this.state}\n`);
       default: {
         const rendered = renderStats(this.statsModel(), url.searchParams);
+        if (this.faults.hugeStats && rendered.status === 200 && url.searchParams.get('format') === 'json') {
+          return this.sendPadded(res, rendered.body, this.faults.hugeStats.bytes);
+        }
         return send(res, rendered.status, rendered.body, rendered.contentType);
       }
     }
@@ -350,6 +363,53 @@ export class EnvoyAdminSimulator extends EventEmitter {
     this.emit('change');
   }
 
+  /**
+   * The `hugeStats` fault: `{"stats":[` + padding gauges + the real elements, streamed with
+   * back-pressure so that neither side holds the whole answer. Emits `stats-bytes` as it goes.
+   */
+  private sendPadded(res: ServerResponse, body: string, bytes: number): void {
+    const head = '{"stats":[';
+    const tail = body.slice(head.length); // the real elements and `]}`
+    let left = bytes - body.length;
+    let index = 0;
+    let sent = 0;
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    const piece = (): string | undefined => {
+      if (index === -1) return undefined;
+      if (left <= 0) {
+        const whole = index === 0;
+        index = -1;
+        if (whole) return body;
+        // The real elements follow the padding (or the array just closes when there are none).
+        return tail === ']}' ? tail : `,${tail}`;
+      }
+      let text = index === 0 ? head : '';
+      while (text.length < 64 * 1024 && left > 0) {
+        const element = `${index === 0 ? '' : ','}{"name":"cluster.padding_${String(index++).padStart(10, '0')}.upstream_cx_active","value":0}`;
+        text += element;
+        left -= element.length;
+      }
+      return text;
+    };
+    const pump = (): void => {
+      for (;;) {
+        if (res.destroyed || this.dead) return;
+        const text = piece();
+        if (text === undefined) {
+          res.end();
+          return;
+        }
+        sent += text.length;
+        this.emit('stats-bytes', sent);
+        if (!res.write(text)) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
+  }
+
   private serverInfo(): object {
     return buildServerInfo({
       version: this.version,
@@ -373,6 +433,10 @@ export class EnvoyAdminSimulator extends EventEmitter {
       gauges.set(`listener.${listener.statName}.downstream_cx_active`, total);
       listener.perWorker.forEach((count, worker) => gauges.set(`listener.${listener.statName}.worker_${worker}.downstream_cx_active`, count));
     });
+    for (let i = 0; i < (this.options.idleListeners ?? 0); i++) {
+      gauges.set(`listener.idle_listener_${i}.downstream_cx_active`, 0);
+      for (let worker = 0; worker < (this.options.workers ?? 2); worker++) gauges.set(`listener.idle_listener_${i}.worker_${worker}.downstream_cx_active`, 0);
+    }
     if (this.faults.statsHidden) for (const name of [...gauges.keys()]) if (name.startsWith('listener.')) gauges.delete(name);
     gauges.set('server.live', this.state === 'LIVE' ? 1 : 0);
     gauges.set('server.state', ['LIVE', 'DRAINING', 'PRE_INITIALIZING', 'INITIALIZING'].indexOf(this.state));
@@ -396,14 +460,19 @@ function matches(fault: PathFault, path: string): boolean {
   return fault.paths === undefined || fault.paths.test(path);
 }
 
+/** Envoy's admin streams every answer in chunks of at most 2 MiB (chunked transfer encoding, no Content-Length). */
+const ADMIN_CHUNK_BYTES = 2 * 1024 * 1024;
+
 function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=UTF-8'): void {
   if (res.writableEnded || res.destroyed) return;
   res.writeHead(status, {
     'content-type': contentType,
     'cache-control': 'no-cache, max-age=0',
     'x-content-type-options': 'nosniff',
+    'transfer-encoding': 'chunked',
   });
-  res.end(body);
+  for (let start = 0; start < body.length; start += ADMIN_CHUNK_BYTES) res.write(body.slice(start, start + ADMIN_CHUNK_BYTES));
+  res.end();
 }
 
 function closeServer(server: NetServer | HttpServer): Promise<void> {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
 import { listeningSocketsOf, socketInodes } from '../../support/envoy/listening-sockets';
-import { ensureBuilt, installTo, ROOT, start, stopStarted } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, ROOT, startProgram, stopStarted, TARGETS } from '../../support/envoy/shutdown-executable';
 
 // A failed assertion must not leave a drain program running.
 afterEach(stopStarted);
@@ -38,15 +38,15 @@ test('control: the inspection detects TCP, UDP and unix listeners', async () => 
   }
 });
 
-test('drain holds sockets while it runs, none of them listening', async () => {
-  const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, 'admin.sock') });
+test.each(TARGETS)('drain holds sockets while it runs, none of them listening ($title)', async (target) => {
+  const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${target.arch}.sock`) });
   const client: Socket = connect(sim.listenerPorts[0] as number, '127.0.0.1');
   // Slow stats answers keep the drain's admin connection open most of the time, so the samples below
   // reliably see the sockets it does hold.
   sim.faults.slow = { ms: 150, paths: /^\/stats$/ };
   try {
-    const program = installTo(join(workDir, 'install'));
-    const run = start(program, ['drain', '--admin', sim.adminAddress, '--deadline', '2s', '--min-drain', '0s', '--poll-interval', '100ms']);
+    const program = installTo(join(workDir, `install-${target.arch}`), target);
+    const run = startProgram(target, program, ['drain', '--admin', sim.adminAddress, '--deadline', '2s', '--min-drain', '0s', '--poll-interval', '100ms']);
     const pid = run.child.pid as number;
     let exited = false;
     const finished = run.finished.then((r) => ((exited = true), r));

@@ -18,14 +18,22 @@ test('the Dockerfile passes dockerfilelint and the project rules', () => {
   expect(lintDockerfile(REPO_ROOT)).toEqual([]);
 });
 
-test('`npm run lint:dockerfile` is the linter CI runs', () => {
-  expect(packageJson.scripts?.['lint:dockerfile']).toBe('dockerfilelint Dockerfile');
+test('`npm run lint:dockerfile` is the linter CI runs (dockerfilelint, FROM --platform understood)', () => {
+  expect(packageJson.scripts?.['lint:dockerfile']).toBe('node test/support/dockerfilelint.mjs Dockerfile');
 });
 
-test('the build runs the npm scripts the test suite also runs, then drops dev dependencies', () => {
+test('the build runs the npm scripts the test suite and CI also run, then drops dev dependencies', () => {
   const runs = parsed.stages[0]!.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join(' && ');
   const steps = [...runs.matchAll(/npm (ci|run [\w:-]+|prune --omit=dev)/g)].map((m) => m[1]);
-  expect(steps).toEqual(['ci', 'run build', 'run build:shutdown', 'prune --omit=dev']);
+  expect(steps).toEqual(['ci', 'run toolchain:shutdown', 'run build', 'run build:shutdown', 'prune --omit=dev']);
+  // The drain program is built for the image's architecture, with the toolchain for it.
+  expect(runs).toMatch(/npm run toolchain:shutdown -- --for build --arch "\$TARGETARCH"/);
+  expect(runs).toMatch(/npm run build:shutdown -- --arch "\$TARGETARCH"/);
+});
+
+test('multi-arch: the builder runs on the build platform, the runtime follows the target', () => {
+  expect(parsed.stages[0]!.platform).toBe('$BUILDPLATFORM');
+  expect(runtime.platform).toBeUndefined();
 });
 
 test('the runtime image runs the server by default and carries the program the webhook injects', () => {
@@ -34,10 +42,13 @@ test('the runtime image runs the server by default and carries the program the w
   expect(entrypoint[entrypoint.length - 1]).toBe('/opt/drainguard/dist/cli/main.js');
   expect(JSON.parse(get('CMD')!)).toEqual(['serve']);
   expect(get('USER')).toBe('65532:65532');
-  // The whole tree lands at /opt/drainguard, with envoy-shutdown/ beside dist/ (see the builder's RUN).
+  // The whole tree lands at /opt/drainguard, with envoy-shutdown/ beside dist/ (see the builder's RUN),
+  // holding the TARGETARCH executable and no toolchain cache.
   const copy = runtime.instructions.find((i) => i.keyword === 'COPY' && i.args.includes('--from=builder'))!;
   expect(copy.args).toMatch(/\/out \/opt\/drainguard$/);
-  expect(parsed.stages[0]!.instructions.some((i) => /mv \/out\/dist\/envoy-shutdown \/out\/envoy-shutdown/.test(i.args))).toBe(true);
+  const assembly = parsed.stages[0]!.instructions.map((i) => i.args).join('\n');
+  expect(assembly).toMatch(/cp "dist\/envoy-shutdown\/linux-\$TARGETARCH\/envoy-shutdown" \/out\/envoy-shutdown\/envoy-shutdown/);
+  expect(assembly).toMatch(/rm -rf node_modules\/\.cache/);
   expect(defaultConfig().installer.programPath).toBe('/opt/drainguard/envoy-shutdown/envoy-shutdown');
 });
 
@@ -60,6 +71,11 @@ describe('the checks can fail', () => {
     expect(findings.map((f) => f.rule)).toContain('dockerfilelint: Base Image Missing Tag');
   });
 
+  test('an untagged image is still reported behind FROM --platform', () => {
+    const findings = runDockerfilelint(REPO_ROOT, join(__dirname, 'fixtures', 'Dockerfile.platform-bad'));
+    expect(findings.map((f) => [f.line, f.rule])).toEqual([[2, 'dockerfilelint: Base Image Missing Tag']]);
+  });
+
   test.each([
     ['npm-script-exists', good.replace('npm run build:shutdown', 'npm run build:nothing')],
     ['npm-ci', good.replace('npm ci --ignore-scripts', 'npm install')],
@@ -71,6 +87,9 @@ describe('the checks can fail', () => {
     ['exec-form', good.replace('CMD ["serve"]', 'CMD serve')],
     ['no-add', good.replace('COPY . .', 'ADD . .')],
     ['pinned-base', good.replace('gcr.io/distroless/nodejs24-debian12:nonroot', 'gcr.io/distroless/nodejs24-debian12')],
+    ['cross-build', good.replace('FROM --platform=$BUILDPLATFORM ', 'FROM ')],
+    ['cross-build', good.replace('ARG TARGETARCH\n', '')],
+    ['cross-build', good.replace('FROM gcr.io/distroless', 'FROM --platform=linux/amd64 gcr.io/distroless')],
   ])('%s', (rule, text) => {
     expect(text).not.toBe(good);
     expect(rulesOf(text)).toContain(rule);

@@ -1,24 +1,98 @@
 /**
- * Helpers for end-to-end tests of the built `envoy-shutdown` executable: install it, run it as a
- * separate process and read back its JSON log lines.
+ * Helpers for end-to-end tests of the built `envoy-shutdown` executables: one target per architecture
+ * (the one of this host runs directly, the other under Debian's qemu-user-static), install, run as a
+ * separate process, read back the JSON log lines.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { assertBuilt, REPO_ROOT, SHUTDOWN_DIR, SHUTDOWN_EXECUTABLE } from '../build';
+import { assertBuilt, REPO_ROOT, SHUTDOWN_ARCHES, shutdownDir, shutdownExecutable, type ShutdownArch } from '../build';
+import { inRootCommand } from './roots';
 
 export const ROOT = REPO_ROOT;
-export const BUILT_DIR = SHUTDOWN_DIR;
-export const BUILT_EXECUTABLE = SHUTDOWN_EXECUTABLE;
 
-/** jest's globalSetup builds the executable before any worker starts; this only checks it is there. */
+const QEMU_NAME: Record<ShutdownArch, string> = { amd64: 'x86_64', arm64: 'aarch64' };
+const HOST_NAME: Record<ShutdownArch, string> = { amd64: 'x86-64', arm64: 'arm64' };
+export const HOST_ARCH: ShutdownArch = process.arch === 'arm64' ? 'arm64' : 'amd64';
+
+/** One architecture's build, and how this host runs it. */
+export interface ShutdownTarget {
+  arch: ShutdownArch;
+  /** dist/envoy-shutdown/linux-<arch>: the executable alone. */
+  builtDir: string;
+  built: string;
+  /** The qemu-user binary that runs it here, when it is not this host's architecture. */
+  emulator: string | undefined;
+  /** For describe blocks: says whether the tests depend on the host's architecture. */
+  title: string;
+  /** Allowance for process start-up and teardown in assertions bounded by the drain's own timeline. */
+  processSlackMs: number;
+  /**
+   * Run inside an empty root (no libc; only the static qemu binary when emulated), chrooted as uid
+   * 65534 with /proc and /dev mounted privately, as in a scratch image. The e2e harness builds the root.
+   */
+  inEmptyRoot: boolean;
+}
+
+export const TARGETS: ShutdownTarget[] = SHUTDOWN_ARCHES.map((arch) => {
+  const emulator = arch === HOST_ARCH ? undefined : `qemu-${QEMU_NAME[arch]}-static`;
+  return {
+    arch,
+    builtDir: shutdownDir(arch),
+    built: shutdownExecutable(arch),
+    emulator,
+    title: `linux/${arch} executable, ${emulator ? `under ${emulator} on this ${HOST_NAME[HOST_ARCH]} host` : `native on this ${HOST_NAME[HOST_ARCH]} host`}`,
+    // Emulated start-up is ~0.1 s idle and several times that on a loaded 2-core machine.
+    processSlackMs: emulator ? 1500 : 300,
+    inEmptyRoot: false,
+  };
+});
+
+/**
+ * What the end-to-end drain suites run against: the host's executable directly, and the other
+ * architecture's under qemu-user in an empty root (no libc) as uid 65534.
+ */
+export const E2E_TARGETS: ShutdownTarget[] = TARGETS.map((target) =>
+  target.emulator ? { ...target, inEmptyRoot: true, title: `${target.title}, in an empty root (no libc) as uid 65534` } : target,
+);
+
+export const HOST_TARGET = TARGETS.find((t) => t.arch === HOST_ARCH) as ShutdownTarget;
+
+/** The command line that runs `program` (built for `target`) with `args` on this host. */
+export function commandFor(target: ShutdownTarget, program: string, args: readonly string[]): [string, string[]] {
+  return target.emulator ? [target.emulator, [program, ...args]] : [program, [...args]];
+}
+
+/** jest's globalSetup builds the executables before any worker starts; this only checks they are there. */
 export async function ensureBuilt(): Promise<void> {
   assertBuilt();
 }
 
-export function installTo(dir: string, executable = BUILT_EXECUTABLE): string {
-  execFileSync(executable, ['install', '--to', dir], { stdio: 'pipe' });
+/** `envoy-shutdown install --to DIR` with the target's built executable; returns the installed path. */
+export function installTo(dir: string, target: ShutdownTarget = HOST_TARGET): string {
+  const [command, args] = commandFor(target, target.built, ['install', '--to', dir]);
+  execFileSync(command, args, { stdio: 'pipe' });
   return join(dir, 'envoy-shutdown');
+}
+
+/** The user the rooted targets run as (distroless's nobody). */
+export const NOBODY = '65534:65534';
+
+/**
+ * Starts the installed `program` of `target` (see `start`). For a target that runs in an empty root,
+ * `root` is that root: paths under it, in arguments and environment values (`unix:` addresses too), are
+ * passed as the program sees them from inside.
+ */
+export function startProgram(target: ShutdownTarget, program: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, root?: string): RunningProcess {
+  if (!target.inEmptyRoot) {
+    const [command, commandArgs] = commandFor(target, program, args);
+    return start(command, commandArgs, env);
+  }
+  if (!root) throw new Error(`${target.title}: startProgram needs the root`);
+  // The same translation as the harness's `seen`.
+  const inside = (value: string): string => value.split(`${root}/`).join('/');
+  const translatedEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === undefined ? v : inside(v)]));
+  return start(...inRootCommand(root, target, NOBODY, [inside(program), ...args.map(inside)]), translatedEnv);
 }
 
 export interface LogLine {

@@ -19,7 +19,8 @@ const throwingMutate: MutateFunction = () => {
 
 /** The one warning the core gives for DAEMONSET below. */
 const HEADROOM_WARNING =
-  "container envoy: memory limit 128Mi leaves less than 64Mi above the request 128Mi for the drain program, which runs in Envoy's cgroup during preStop; Envoy may be OOM-killed mid-drain";
+  `container envoy: memory limit 128Mi leaves less than ${defaultConfig().shutdownProgramMemory} above the request 128Mi for the drain program, ` +
+  "which runs in Envoy's cgroup during preStop; Envoy may be OOM-killed mid-drain";
 
 const SERVICE = `# the Service stays exactly as written
 apiVersion: v1

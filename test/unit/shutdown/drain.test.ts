@@ -13,7 +13,8 @@ class FakeClock implements Clock {
   };
 }
 
-type Answer = AdminResponse | 'refused' | 'hang';
+/** A scripted answer: status and body text (streamed into the call's reader), or a failure. */
+type Answer = AdminResponse<string> | 'refused' | 'hang' | 'unreadable';
 interface Call {
   method: string;
   path: string;
@@ -24,21 +25,23 @@ interface Call {
 function fakeAdmin(clock: FakeClock, script: (method: string, path: string, t: number) => Answer) {
   const calls: Call[] = [];
   const admin: AdminClient = {
-    async call(method, path, timeoutMs) {
+    async call(method, path, timeoutMs, reader) {
       calls.push({ method, path, at: clock.t });
       const answer = script(method, path, clock.t);
       if (answer === 'refused') throw new AdminCallError('unreachable', 'ECONNREFUSED');
+      if (answer === 'unreadable') throw new AdminCallError('failed', 'unreadable answer: connection closed before the end of the body');
       if (answer === 'hang') {
         clock.t += timeoutMs;
         throw new AdminCallError('timeout', 'no answer');
       }
-      return answer;
+      reader.push(Buffer.from(answer.body));
+      return { status: answer.status, body: reader.finish() };
     },
   };
   return { admin, calls };
 }
 
-const ok = (body = 'OK\n'): AdminResponse => ({ status: 200, body });
+const ok = (body = 'OK\n'): AdminResponse<string> => ({ status: 200, body });
 const serverInfo = (version: string, state = 'LIVE') => ok(JSON.stringify({ version: `abc/${version}/Clean/RELEASE/BoringSSL`, state }));
 const gauges = (active: number) =>
   ok(

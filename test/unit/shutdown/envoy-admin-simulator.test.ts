@@ -9,6 +9,7 @@ interface Reply {
   status: number;
   body: string;
   contentType: string | undefined;
+  transferEncoding?: string | undefined;
 }
 
 /** A raw admin call (no client library shortcuts: the path is sent exactly as given). */
@@ -18,7 +19,7 @@ function call(sim: EnvoyAdminSimulator, method: string, path: string, viaUnix = 
     const req = request({ ...target, method, path, agent: false }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, contentType: res.headers['content-type'] }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, contentType: res.headers['content-type'], transferEncoding: res.headers['transfer-encoding'] }));
     });
     req.on('error', reject);
     req.end();
@@ -68,9 +69,9 @@ describe('transport and routing', () => {
     expect((await call(old, 'GET', '/healthcheck/fail')).status).toBe(400);
   });
 
-  test('success is 200 OK\\n text/plain', async () => {
+  test('success is 200 OK\\n text/plain, chunked like every admin answer', async () => {
     const sim = await simulator();
-    expect(await call(sim, 'POST', '/healthcheck/ok')).toEqual({ status: 200, body: 'OK\n', contentType: 'text/plain; charset=UTF-8' });
+    expect(await call(sim, 'POST', '/healthcheck/ok')).toEqual({ status: 200, body: 'OK\n', contentType: 'text/plain; charset=UTF-8', transferEncoding: 'chunked' });
   });
 });
 
@@ -174,6 +175,47 @@ describe('/stats', () => {
     expect((await call(sim, 'GET', '/stats?format=json&filter=nomatch')).body).toBe('{"stats":[]}');
     expect(await call(sim, 'GET', '/stats?format=json&filter=(')).toMatchObject({ status: 400, body: 'Invalid re2 regex' });
     expect((await call(sim, 'GET', '/stats?format=json&filter=(?=x)')).status).toBe(400);
+  });
+});
+
+describe('large Envoys and huge answers', () => {
+  test('idle listeners appear in the stats with their per-worker copies, never connected', async () => {
+    const sim = await simulator({ idleListeners: 3, workers: 2 });
+    const names = statsOf(await call(sim, 'GET', GAUGES)).map((s) => s.name);
+    expect(names.filter((n) => n.startsWith('listener.idle_listener_'))).toHaveLength(9);
+    expect(names).toContain('listener.idle_listener_2.worker_1.downstream_cx_active');
+    expect(sim.activeConnections()).toBe(0);
+  });
+
+  test('hugeStats pads the answer with other gauges first and stays valid JSON with the real gauges last', async () => {
+    const sim = await simulator();
+    sim.faults.hugeStats = { bytes: 300_000 };
+    const reply = await call(sim, 'GET', GAUGES);
+    expect(reply.body.length).toBeGreaterThanOrEqual(300_000);
+    const stats = statsOf(reply);
+    expect(stats[0]?.name).toMatch(/^cluster\.padding_/);
+    expect(stats.at(-1)?.name).toMatch(/^listener\./);
+  });
+
+  test('an endless answer keeps streaming until the client goes', async () => {
+    const sim = await simulator();
+    sim.faults.hugeStats = { bytes: Infinity };
+    let received = 0;
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: sim.adminPort, path: GAUGES, agent: false }, (res) => {
+        res.on('data', (c: Buffer) => {
+          received += c.length;
+          if (received > 5_000_000) {
+            req.destroy();
+            resolve();
+          }
+        });
+        res.on('end', () => reject(new Error('the endless answer ended')));
+      });
+      req.on('error', () => undefined);
+      req.end();
+    });
+    expect(received).toBeGreaterThan(5_000_000);
   });
 });
 

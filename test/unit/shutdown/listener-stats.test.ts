@@ -1,4 +1,5 @@
-import { countConnections, listenerOfGauge } from '../../../src/shutdown/listener-stats';
+import fc from 'fast-check';
+import { countConnections, listenerOfGauge, ListenerGaugeScanner, MAX_NAME_BYTES } from '../../../src/shutdown/listener-stats';
 
 const body = (stats: object[]) => JSON.stringify({ stats });
 
@@ -54,5 +55,87 @@ describe('listener gauges', () => {
   test('malformed bodies throw', () => {
     expect(() => countConnections('not json', [])).toThrow();
     expect(() => countConnections('{"nostats":1}', [])).toThrow(/stats/);
+  });
+});
+
+describe('the streaming scanner', () => {
+  /** The count JSON.parse plus a filter gives: what the scanner must equal. */
+  function reference(text: string, excludes: RegExp[]) {
+    const stats = (JSON.parse(text) as { stats: { name?: unknown; value?: unknown }[] }).stats;
+    let total = 0;
+    let visible = 0;
+    for (const { name, value } of stats) {
+      if (typeof name !== 'string' || typeof value !== 'number') continue;
+      const listener = listenerOfGauge(name);
+      if (listener === undefined || listener === 'admin') continue;
+      visible++;
+      if (!/^envoy_internal_/.test(listener) && !excludes.some((e) => e.test(listener))) total += value;
+    }
+    return visible === 0 ? null : total;
+  }
+
+  function scanInPieces(bytes: Buffer, cuts: number[], excludes: RegExp[] = []) {
+    const scanner = new ListenerGaugeScanner(excludes, 100);
+    const points = [...new Set(cuts.filter((c) => c > 0 && c < bytes.length))].sort((a, b) => a - b);
+    let start = 0;
+    for (const end of [...points, bytes.length]) {
+      scanner.push(bytes.subarray(start, end));
+      start = end;
+    }
+    return scanner.finish();
+  }
+
+  const listenerName = fc.oneof(
+    fc.constantFrom('0.0.0.0_8080', '[::]_8443', '0.0.0.0_8002', 'admin', 'envoy_internal_x', 'lst "q"', 'ünï\\code', 'a.worker_1', 'b.main_thread'),
+    fc.string({ maxLength: 12 }),
+  );
+  const element = fc.oneof(
+    fc.record({ name: listenerName.map((l) => `listener.${l}.downstream_cx_active`), value: fc.nat(1000) }),
+    fc.record({ name: fc.string({ maxLength: 20 }), value: fc.oneof(fc.nat(), fc.constant('text')) }),
+    fc.constant({ histograms: { supported_quantiles: [0, 50], computed_quantiles: [{ name: 'x', values: [] }] } }),
+    fc.record({ value: fc.nat(5), name: listenerName.map((l) => `listener.${l}.downstream_cx_active`), extra: fc.boolean() }),
+  );
+
+  test('equals JSON.parse and a filter, for any answer split anywhere (escapes, unicode, other shapes)', () => {
+    fc.assert(
+      fc.property(fc.array(element, { maxLength: 15 }), fc.array(fc.nat(400), { maxLength: 8 }), fc.boolean(), (elements, cuts, spaced) => {
+        const text = JSON.stringify({ stats: elements }, null, spaced ? 1 : undefined);
+        const scan = scanInPieces(Buffer.from(text), cuts, [/_8002$/]);
+        expect(scan.ok).toBe(true);
+        if (scan.ok) expect(scan.total).toBe(reference(text, [/_8002$/]));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test.each([
+    ['truncated', '{"stats":[{"name":"listener.a.downstream_cx_active","value":3}'],
+    ['trailing garbage', '{"stats":[]} x'],
+    ['a bare word', '{"stats":[{"name":"listener.a.downstream_cx_active","value":three}]}'],
+    ['an unterminated string', '{"stats":[{"name":"listener.a.downstream_cx_'],
+    ['no stats array', '{"stats":{}}'],
+    ['not an object', '[1,2]'],
+    ['a missing comma', '{"stats":[{"name":"a","value":1}{"name":"b","value":2}]}'],
+    ['nesting beyond the limit', `{"stats":[${'['.repeat(100)}${']'.repeat(100)}]}`],
+    ['an empty body', ''],
+  ])('%s: unknown, never a count', (_name, text) => {
+    expect(scanInPieces(Buffer.from(text), [7]).ok).toBe(false);
+  });
+
+  test('a listener gauge name too long to judge makes the count unknown', () => {
+    const name = `listener.${'x'.repeat(MAX_NAME_BYTES)}.downstream_cx_active`;
+    const scan = scanInPieces(Buffer.from(JSON.stringify({ stats: [{ name, value: 1 }] })), [5000, 10000]);
+    expect(scan).toMatchObject({ ok: false, error: expect.stringMatching(/longer than/) });
+  });
+
+  test('memory does not grow with the answer: a million elements keep only the listeners asked for', () => {
+    const scanner = new ListenerGaugeScanner([], 10);
+    scanner.push(Buffer.from('{"stats":['));
+    const piece = Buffer.from(Array.from({ length: 1000 }, (_, i) => `{"name":"listener.l${i}.downstream_cx_active","value":1},`).join(''));
+    for (let i = 0; i < 1000; i++) scanner.push(piece);
+    scanner.push(Buffer.from('{"name":"x","value":0}]}'));
+    const scan = scanner.finish();
+    expect(scan).toMatchObject({ ok: true, total: 1_000_000, omitted: 999_990 });
+    if (scan.ok) expect(scan.listeners).toHaveLength(10);
   });
 });

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAtLeast, parseEnvoyVersion } from '../../../src/shutdown/envoy-version';
-import { createLog, openLogSink } from '../../../src/shutdown/log';
+import { createLog, MAX_QUEUED_LOG_BYTES, openLogSink } from '../../../src/shutdown/log';
+import { nodePlatform } from '../../../src/shutdown/platform/node';
 import { parseServerInfo } from '../../../src/shutdown/server-info';
 
 test('Envoy version strings', () => {
@@ -23,7 +24,7 @@ test('server_info fields', () => {
 
 test('log lines are JSON with a phase, written to the ENVOY_SHUTDOWN_LOG target', () => {
   const file = join(mkdtempSync(join(tmpdir(), 'es-log-')), 'log');
-  const sink = openLogSink({ ENVOY_SHUTDOWN_LOG: file });
+  const sink = openLogSink(nodePlatform, file);
   const log = createLog(sink, () => new Date('2026-01-02T03:04:05Z'));
   log('summary', { reason: 'drained', duration_ms: 5 });
   sink.close();
@@ -31,14 +32,85 @@ test('log lines are JSON with a phase, written to the ENVOY_SHUTDOWN_LOG target'
 });
 
 test('an unopenable target falls back to stderr', () => {
-  const sink = openLogSink({ ENVOY_SHUTDOWN_LOG: '/nonexistent-dir/log' });
+  const sink = openLogSink(nodePlatform, '/nonexistent-dir/log');
   expect(sink.target).toBe('stderr');
   sink.close();
 });
 
 test('the default target is Envoy stdout, /proc/1/fd/1', () => {
-  const sink = openLogSink({});
+  const sink = openLogSink(nodePlatform, undefined);
   // As root in a test machine /proc/1/fd/1 may well be writable; nothing is written here.
   expect(['/proc/1/fd/1', 'stderr']).toContain(sink.target);
   sink.close();
+});
+
+describe('log writes never wait for the target', () => {
+  /** A target that takes `room` more bytes, then nothing until given more; `broken` makes it fail. */
+  function slowTarget(room: number) {
+    const written: Buffer[] = [];
+    const target = {
+      room,
+      broken: false,
+      tryWrite(bytes: Uint8Array) {
+        if (target.broken) throw Object.assign(new Error('broken pipe'), { code: 'EPIPE' });
+        const n = Math.min(target.room, bytes.length);
+        target.room -= n;
+        written.push(Buffer.from(bytes.subarray(0, n)));
+        return n;
+      },
+      close: () => undefined,
+      text: () => Buffer.concat(written).toString('utf8'),
+      lines: () => target.text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { phase: string }),
+    };
+    return target;
+  }
+
+  function sinkOn(primary: ReturnType<typeof slowTarget>, stderr = slowTarget(1 << 20)) {
+    const opener = { openLogTarget: (t: { kind: string }) => (t.kind === 'stderr' ? stderr : primary) };
+    return openLogSink(opener, '/target');
+  }
+
+  test('a full target: lines wait in order; a line begun is finished before the next', () => {
+    const target = slowTarget(10);
+    const sink = sinkOn(target);
+    const log = createLog(sink, () => new Date(0));
+    log('start');
+    log('server-info', { state: 'LIVE' });
+    expect(target.text()).toHaveLength(10); // part of the first line; the rest waits
+    target.room = Infinity;
+    log('connections', { connections: 3 });
+    sink.close();
+    expect(target.lines().map((l) => l.phase)).toEqual(['start', 'server-info', 'connections']);
+    expect(sink.droppedLines).toBe(0);
+  });
+
+  test('past the queue bound lines are dropped, counted, and the summary says so', () => {
+    const target = slowTarget(0);
+    const sink = sinkOn(target);
+    const log = createLog(sink, () => new Date(0));
+    const padding = 'x'.repeat(1000);
+    const written = Math.ceil((MAX_QUEUED_LOG_BYTES / 1000) * 2);
+    for (let i = 0; i < written; i++) log('poll', { padding });
+    const dropped = sink.droppedLines;
+    expect(dropped).toBeGreaterThan(written / 3);
+    target.room = Infinity;
+    log('summary', { reason: 'drained' });
+    sink.close();
+    const lines = target.lines();
+    expect(lines.at(-1)).toMatchObject({ phase: 'summary', log_lines_dropped: dropped });
+    expect(lines).toHaveLength(written - dropped + 1);
+  });
+
+  test('a target that fails (Envoy gone) is replaced by stderr for good; a torn line is not continued there', () => {
+    const target = slowTarget(5);
+    const stderr = slowTarget(1 << 20);
+    const sink = sinkOn(target, stderr);
+    const log = createLog(sink, () => new Date(0));
+    log('start');
+    target.broken = true;
+    log('poll', { connections: 0 });
+    expect(sink.target).toBe('stderr');
+    expect(stderr.lines().map((l) => l.phase)).toEqual(['poll']);
+    expect(sink.droppedLines).toBe(1); // the torn 'start' line
+  });
 });

@@ -1,0 +1,316 @@
+/**
+ * A minimal HTTP/1.1 client for Envoy's admin API, shared by both platforms: one request per
+ * connection (`Connection: close`), the answer's body streamed into a BodyReader as it arrives, so no
+ * answer — however large, or endless — is ever held in memory.
+ *
+ * Why the failure kinds matter (docs/design.md, "The drain"): only a connection that is refused, whose
+ * socket file is missing, or that is reset or closed before any byte of an answer means Envoy is
+ * gone. A timeout, an answer the client cannot read (malformed, cut short, oversized headers) or any
+ * other error means something is there, and the drain must go on.
+ */
+import type { Platform, SocketAddress } from './platform/platform';
+import { fromCodeUnits, utf8Encode } from './platform/utf8';
+
+/** Consumes an answer's body piece by piece. */
+export interface BodyReader<T> {
+  /** A piece of the body; returns false when it needs no more (the answer is settled by what it saw). */
+  push(bytes: Uint8Array): boolean;
+  /** The result, once the body ended or the reader stopped. */
+  finish(): T;
+}
+
+export type HttpFailureKind = 'unreachable' | 'timeout' | 'failed';
+
+export class HttpCallError extends Error {
+  constructor(
+    readonly kind: HttpFailureKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface HttpAnswer<T> {
+  status: number;
+  body: T;
+}
+
+/** errno names that mean nothing is listening any more. */
+const GONE = new Set(['ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'EPIPE']);
+/** Status line plus headers (and, for chunked bodies, the trailers) may not exceed this. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** A chunk-size line (hex size plus extensions). */
+const MAX_CHUNK_LINE_BYTES = 4096;
+/** Chunk sizes and lengths above 2^53 cannot be counted exactly: nothing legitimate is that large. */
+const MAX_HEX_DIGITS = 13;
+
+class ProtocolError extends Error {}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'close' };
+
+/**
+ * An HTTP/1.1 response, parsed incrementally from the bytes of one connection. `feed` returns true once
+ * the answer is complete (or the reader stopped); `end` is called at end of file.
+ */
+export class ResponseParser<T> {
+  status = 0;
+  private phase: 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done' = 'head';
+  private head = new Uint8Array(1024);
+  private headLength = 0;
+  private framing: Framing = { kind: 'close' };
+  private chunkLeft = 0;
+  private line: number[] = [];
+  private trailerBytes = 0;
+
+  constructor(private readonly reader: BodyReader<T>) {}
+
+  get complete(): boolean {
+    return this.phase === 'done';
+  }
+
+  /** Throws ProtocolError on anything that is not a well-formed answer. */
+  feed(bytes: Uint8Array): boolean {
+    let i = 0;
+    while (i < bytes.length && this.phase !== 'done') {
+      switch (this.phase) {
+        case 'head':
+          i = this.readHead(bytes, i);
+          break;
+        case 'body':
+          i = this.readBody(bytes, i);
+          break;
+        case 'chunk-size':
+          i = this.readLine(bytes, i, MAX_CHUNK_LINE_BYTES, (line) => this.chunkSize(line));
+          break;
+        case 'chunk-data': {
+          const end = Math.min(bytes.length, i + this.chunkLeft);
+          this.chunkLeft -= end - i;
+          const more = this.deliver(bytes.subarray(i, end));
+          i = end;
+          if (more && this.chunkLeft === 0) this.phase = 'chunk-end';
+          break;
+        }
+        case 'chunk-end':
+          i = this.readLine(bytes, i, 2, (line) => {
+            if (line !== '') throw new ProtocolError('chunk data longer than its size');
+            this.phase = 'chunk-size';
+          });
+          break;
+        case 'trailers':
+          i = this.readLine(bytes, i, MAX_HEAD_BYTES, (line) => {
+            if (line === '') this.phase = 'done';
+            else if ((this.trailerBytes += line.length) > MAX_HEAD_BYTES) throw new ProtocolError('trailers too large');
+          });
+          break;
+      }
+    }
+    return this.phase === 'done';
+  }
+
+  /** End of file from the server. Throws ProtocolError if the answer was cut short. */
+  end(): void {
+    if (this.phase === 'done') return;
+    if (this.phase === 'body' && this.framing.kind === 'close') {
+      this.phase = 'done';
+      return;
+    }
+    throw new ProtocolError(this.phase === 'head' ? 'connection closed inside the headers' : 'connection closed before the end of the body');
+  }
+
+  private deliver(bytes: Uint8Array): boolean {
+    if (bytes.length === 0) return true;
+    if (this.reader.push(bytes)) return true;
+    this.phase = 'done';
+    return false;
+  }
+
+  private readHead(bytes: Uint8Array, start: number): number {
+    const room = MAX_HEAD_BYTES - this.headLength;
+    const take = Math.min(bytes.length - start, room);
+    if (this.headLength + take > this.head.length) {
+      const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, this.headLength + take)));
+      grown.set(this.head.subarray(0, this.headLength));
+      this.head = grown;
+    }
+    // Look for the blank line only in the new bytes (and the 3 before them): linear overall.
+    const searchFrom = Math.max(0, this.headLength - 3);
+    this.head.set(bytes.subarray(start, start + take), this.headLength);
+    this.headLength += take;
+    const end = findBlankLine(this.head, searchFrom, this.headLength);
+    if (end < 0) {
+      if (this.headLength >= MAX_HEAD_BYTES) throw new ProtocolError(`headers larger than ${MAX_HEAD_BYTES} bytes`);
+      return bytes.length;
+    }
+    this.parseHead(fromCodeUnits(this.head.subarray(0, end)));
+    const consumed = end - (this.headLength - take);
+    this.head = new Uint8Array(0);
+    return start + consumed;
+  }
+
+  private parseHead(text: string): void {
+    const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
+    while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+    const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: .*)?$/.exec(lines[0] ?? '');
+    if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify((lines[0] ?? '').slice(0, 80))}`);
+    this.status = Number(statusLine[1]);
+    if (this.status < 200) throw new ProtocolError(`unexpected interim answer ${this.status}`);
+    let transferEncoding: string | undefined;
+    let contentLength: string | undefined;
+    for (const line of lines.slice(1)) {
+      const header = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/.exec(line);
+      if (!header) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+      const name = (header[1] as string).toLowerCase();
+      const value = header[2] as string;
+      if (name === 'transfer-encoding') transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+      if (name === 'content-length') {
+        if (contentLength !== undefined && contentLength !== value) throw new ProtocolError('conflicting Content-Length headers');
+        contentLength = value;
+      }
+    }
+    if (this.status === 204 || this.status === 304) {
+      this.framing = { kind: 'none' };
+    } else if (transferEncoding !== undefined) {
+      const codings = transferEncoding.split(',').map((c) => c.trim().toLowerCase());
+      // Chunked last: its framing ends the body. Any other last coding: the body runs to the close.
+      this.framing = codings[codings.length - 1] === 'chunked' ? { kind: 'chunked' } : { kind: 'close' };
+    } else if (contentLength !== undefined) {
+      if (!/^\d{1,15}$/.test(contentLength)) throw new ProtocolError(`invalid Content-Length ${JSON.stringify(contentLength.slice(0, 40))}`);
+      this.framing = { kind: 'length', left: Number(contentLength) };
+    }
+    switch (this.framing.kind) {
+      case 'none':
+        this.phase = 'done';
+        break;
+      case 'length':
+        this.phase = this.framing.left === 0 ? 'done' : 'body';
+        break;
+      case 'chunked':
+        this.phase = 'chunk-size';
+        break;
+      case 'close':
+        this.phase = 'body';
+        break;
+    }
+  }
+
+  private readBody(bytes: Uint8Array, start: number): number {
+    if (this.framing.kind === 'length') {
+      const end = Math.min(bytes.length, start + this.framing.left);
+      this.framing.left -= end - start;
+      if (this.deliver(bytes.subarray(start, end)) && this.framing.left === 0) this.phase = 'done';
+      return end;
+    }
+    this.deliver(bytes.subarray(start));
+    return bytes.length;
+  }
+
+  /** Collects one line (LF or CRLF ended) of at most `max` bytes, then hands it over without its ending. */
+  private readLine(bytes: Uint8Array, start: number, max: number, done: (line: string) => void): number {
+    const newline = bytes.indexOf(LF, start);
+    const end = newline < 0 ? bytes.length : newline;
+    if (this.line.length + (end - start) > max + 1) throw new ProtocolError('line too long');
+    for (let i = start; i < end; i++) this.line.push(bytes[i] as number);
+    if (newline < 0) return bytes.length;
+    if (this.line[this.line.length - 1] === CR) this.line.pop();
+    const line = fromCodeUnits(this.line);
+    this.line = [];
+    done(line);
+    return newline + 1;
+  }
+
+  private chunkSize(line: string): void {
+    const size = /^([0-9A-Fa-f]+)[ \t]*(?:;.*)?$/.exec(line);
+    if (!size || (size[1] as string).replace(/^0+(?=.)/, '').length > MAX_HEX_DIGITS) {
+      throw new ProtocolError(`invalid chunk size line ${JSON.stringify(line.slice(0, 40))}`);
+    }
+    this.chunkLeft = parseInt(size[1] as string, 16);
+    this.phase = this.chunkLeft === 0 ? 'trailers' : 'chunk-data';
+  }
+}
+
+/** Index just past the first empty line (`\n\n` or `\r\n\r\n`) in head[from, to), or -1. */
+function findBlankLine(head: Uint8Array, from: number, to: number): number {
+  for (let i = head.indexOf(LF, from); i >= 0 && i < to; i = head.indexOf(LF, i + 1)) {
+    if (i + 1 < to && head[i + 1] === LF) return i + 2;
+    if (i + 2 < to && head[i + 1] === CR && head[i + 2] === LF) return i + 3;
+  }
+  return -1;
+}
+
+export function formatRequest(method: 'GET' | 'POST', path: string): Uint8Array {
+  if (!/^\/[\x21-\x7e]*$/.test(path)) throw new Error(`request path ${JSON.stringify(path)} is not a printable origin-form path`);
+  // A POST without a body still says so: HTTP/1.1 servers may otherwise wait for one.
+  const length = method === 'POST' ? 'Content-Length: 0\r\n' : '';
+  return utf8Encode(`${method} ${path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: envoy-shutdown\r\nAccept: */*\r\nConnection: close\r\n${length}\r\n`);
+}
+
+/**
+ * One request on a fresh connection. Resolves with the status and what `reader` made of the body;
+ * rejects with an HttpCallError whose kind says whether the server is gone.
+ */
+export function httpRequest<T>(
+  platform: Pick<Platform, 'connect' | 'setTimer' | 'clearTimer'>,
+  address: SocketAddress,
+  method: 'GET' | 'POST',
+  path: string,
+  timeoutMs: number,
+  reader: BodyReader<T>,
+): Promise<HttpAnswer<T>> {
+  const request = formatRequest(method, path);
+  return new Promise((resolve, reject) => {
+    const parser = new ResponseParser(reader);
+    let received = 0;
+    let settled = false;
+    const settle = (outcome: () => void): void => {
+      if (settled) return;
+      settled = true;
+      platform.clearTimer(timer);
+      stream.close();
+      outcome();
+    };
+    const fail = (kind: HttpFailureKind, why: string): void => settle(() => reject(new HttpCallError(kind, `${method} ${path}: ${why}`)));
+    const succeed = (): void => {
+      try {
+        const body = reader.finish();
+        settle(() => resolve({ status: parser.status, body }));
+      } catch (error) {
+        fail('failed', (error as Error).message);
+      }
+    };
+    const timer = platform.setTimer(Math.max(1, timeoutMs), () =>
+      fail('timeout', `no complete answer within ${timeoutMs}ms${received > 0 ? ` (${received} bytes received)` : ''}`),
+    );
+    const stream = platform.connect(address, {
+      connected: () => stream.write(request),
+      data: (bytes) => {
+        if (settled) return;
+        received += bytes.length;
+        try {
+          if (parser.feed(bytes)) succeed();
+        } catch (error) {
+          if (!(error instanceof ProtocolError)) throw error;
+          fail('failed', `unreadable answer: ${error.message}`);
+        }
+      },
+      end: () => {
+        if (settled) return;
+        if (received === 0) return fail('unreachable', 'connection closed without an answer');
+        try {
+          parser.end();
+          succeed();
+        } catch (error) {
+          if (!(error instanceof ProtocolError)) throw error;
+          fail('failed', `unreadable answer: ${error.message}`);
+        }
+      },
+      failed: (code, message) => {
+        if (settled) return;
+        if (received === 0 && GONE.has(code)) return fail('unreachable', code);
+        fail('failed', received === 0 ? `${code} (${message})` : `${code} after ${received} bytes of the answer`);
+      },
+    });
+  });
+}

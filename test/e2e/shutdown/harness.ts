@@ -1,0 +1,102 @@
+/**
+ * The set-up every end-to-end drain suite shares, for one target architecture: a work directory with
+ * the program installed in it, admin simulators on unix sockets inside it, client connections to the
+ * simulated listeners, and cleanup of all of it (and of every started program) after each test, also
+ * after a failed assertion.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
+import { buildRoot, hasRootTools, mountsUnder } from '../../support/envoy/roots';
+import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
+
+export interface DrainHarness {
+  readonly workDir: string;
+  /** The installed program. */
+  readonly program: string;
+  simulator(options?: SimulatorOptions): Promise<EnvoyAdminSimulator>;
+  /** `count` client connections to the simulator's first listener, once it counts them all. */
+  openClients(sim: EnvoyAdminSimulator, count: number): Promise<Socket[]>;
+  /** `envoy-shutdown drain --admin <sim or address> …flags`. */
+  drain(sim: EnvoyAdminSimulator | string, flags: string[], env?: NodeJS.ProcessEnv): RunningProcess;
+  /** The installed program with any arguments (paths under workDir are translated for a rooted target). */
+  run(args: string[], env?: NodeJS.ProcessEnv): RunningProcess;
+  /** A path (or `unix:` address) under workDir as the program sees it (inside its root, if it has one). */
+  seen(value: string): string;
+  /**
+   * Makes a socket or FIFO the test created usable by the program: a rooted target runs as uid 65534,
+   * which needs write permission on it (as Envoy's admin socket is for Envoy's user).
+   */
+  share(path: string): void;
+}
+
+/** Registers the hooks in the calling describe block; the values are there once beforeAll ran. */
+export function drainHarness(target: ShutdownTarget, name: string): DrainHarness {
+  let workDir = '';
+  let program = '';
+  let socketCounter = 0;
+  const sims: EnvoyAdminSimulator[] = [];
+  const clients: Socket[] = [];
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    workDir = mkdtempSync(join(tmpdir(), `envoy-shutdown-${name}-${target.arch}-`));
+    if (target.inEmptyRoot) {
+      // An acceptance setting: never skipped. CI runs as root on Debian, which has the tools.
+      if (!hasRootTools()) throw new Error('the rooted target needs root, dpkg (Debian) and unshare (util-linux)');
+      buildRoot(workDir, 'empty', target); // the work directory is the root: sockets and FIFOs live inside it
+    }
+    program = installTo(join(workDir, 'config/drainguard'), target);
+  }, 120_000);
+  afterAll(() => {
+    if (!workDir) return;
+    // Deleting through a live /dev bind mount would wipe the host's /dev.
+    for (const mountPoint of mountsUnder(workDir).reverse()) execFileSync('umount', ['-l', mountPoint]);
+    if (mountsUnder(workDir).length > 0) throw new Error(`still mounted under ${workDir}; not deleting it`);
+    rmSync(workDir, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    await stopStarted();
+    for (const c of clients.splice(0)) c.destroy();
+    await Promise.all(sims.splice(0).map((s) => s.stop()));
+  });
+
+  const share = (path: string): void => {
+    if (target.inEmptyRoot) chmodSync(path, 0o666);
+  };
+
+  return {
+    get workDir() {
+      return workDir;
+    },
+    get program() {
+      return program;
+    },
+    async simulator(options = {}) {
+      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...options });
+      sims.push(sim);
+      if (options.unixSocketPath === undefined) share(join(workDir, `admin-${socketCounter - 1}.sock`));
+      return sim;
+    },
+    async openClients(sim, count) {
+      const port = sim.listenerPorts[0] as number;
+      const opened = await Promise.all(
+        Array.from({ length: count }, () => new Promise<Socket>((resolve) => { const s = connect(port, '127.0.0.1', () => resolve(s)); clients.push(s); })),
+      );
+      await sim.waitFor(() => sim.activeConnections() === count);
+      return opened;
+    },
+    drain(sim, flags, env = {}) {
+      const admin = typeof sim === 'string' ? sim : sim.adminAddress;
+      return startProgram(target, program, ['drain', '--admin', admin, ...flags], env, workDir);
+    },
+    run(args, env = {}) {
+      return startProgram(target, program, args, env, workDir);
+    },
+    share,
+    seen: (value) => (target.inEmptyRoot ? value.split(`${workDir}/`).join('/') : value),
+  };
+}
