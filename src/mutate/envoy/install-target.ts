@@ -7,6 +7,7 @@ import type { Config } from '../../config/types';
 import type { Container, Pod, Volume } from '../k8s';
 import { PROGRAM_NAME } from '../../drain-contract';
 import { configPath } from './args';
+import { compareExact, parseQuantity, type ExactQuantity } from '../k8s/quantity';
 
 export interface InstallMount {
   volumeName: string;
@@ -44,13 +45,22 @@ function bootstrapMount(envoy: Container): InstallMount | undefined {
 }
 
 /**
- * The program is about 110 MB. In a memory-backed emptyDir it would count against the pod's memory
- * (and could get Envoy OOM-killed); under a sizeLimit it could get the pod evicted. Only a disk
- * emptyDir with no limit takes it; anything else gets drainguard's own volume.
+ * Room the installed program takes in a volume, with a wide margin: the static executable is under
+ * 1 MB on every architecture (docs/envoy-shutdown.md), and must stay under 4 MB.
+ */
+export const PROGRAM_ROOM = '4Mi';
+
+/**
+ * Any writable emptyDir takes the program, on disk or in memory (under 1 MB charged to the pod is
+ * nothing next to Envoy), unless its sizeLimit leaves no room for it: exceeding a sizeLimit gets the pod
+ * evicted. A ConfigMap, Secret or other volume cannot be written; those get drainguard's own volume.
  */
 function canHoldProgram(volume: Volume | undefined): boolean {
   const emptyDir = volume?.emptyDir;
-  return emptyDir !== undefined && (emptyDir.medium === undefined || emptyDir.medium === '') && emptyDir.sizeLimit === undefined;
+  if (emptyDir === undefined) return false;
+  if (emptyDir.sizeLimit === undefined) return true;
+  const limit = parseQuantity(emptyDir.sizeLimit);
+  return limit !== undefined && compareExact(limit, parseQuantity(PROGRAM_ROOM) as ExactQuantity) >= 0;
 }
 
 export function findInstallTarget(pod: Pod, envoy: Container, config: Config): InstallTarget {

@@ -141,11 +141,26 @@ test('Contour pod template without metadata: the annotations are created with th
   for (const op of result.patch) expect(op.path).toMatch(/^\/(metadata|spec)(\/|$)/);
 });
 
-describe('a bootstrap emptyDir that cannot hold the ~110 MB program: drainguard\'s own volume instead', () => {
+describe('the bootstrap emptyDir holds the program unless its sizeLimit leaves no room', () => {
   test.each([
-    ['memory-backed (it would count against the pod\'s memory)', { medium: 'Memory' }],
-    ['size-limited (exceeding it gets the pod evicted)', { sizeLimit: '64Mi' }],
-  ])('%s', (_label, emptyDir) => {
+    ['memory-backed', { medium: 'Memory' }],
+    ['size-limited with room to spare', { sizeLimit: '64Mi' }],
+    ['size-limited to exactly the room the program needs', { sizeLimit: '4Mi' }],
+  ])('%s: installed into the bootstrap volume', (_label, emptyDir) => {
+    const pod = loadPod('contour-main.yaml');
+    const config = pod.spec.volumes?.find((v) => v.name === 'envoy-config');
+    if (config === undefined) throw new Error('fixture without envoy-config');
+    config.emptyDir = emptyDir;
+    const { after } = mutateOk(pod);
+    expect(after.spec.volumes?.map((v) => v.name)).not.toContain(defaultConfig().installer.fallbackVolumeName);
+    expect(container(after, 'drainguard-install').volumeMounts).toEqual([{ name: 'envoy-config', mountPath: '/config' }]);
+    expect(drainArgs(container(after, 'envoy')).program).toBe('/config/drainguard/envoy-shutdown');
+  });
+
+  test.each([
+    ['size-limited below the room the program needs (exceeding it gets the pod evicted)', { sizeLimit: '1Mi' }],
+    ['size-limited by a quantity drainguard cannot read', { sizeLimit: 'lots' }],
+  ])('%s: drainguard\'s own volume instead', (_label, emptyDir) => {
     const pod = loadPod('contour-main.yaml');
     const config = pod.spec.volumes?.find((v) => v.name === 'envoy-config');
     if (config === undefined) throw new Error('fixture without envoy-config');
