@@ -4,7 +4,7 @@
  * before any worker starts, so no two suites ever race to rewrite `dist/`; suites only assert that the
  * build is there.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
@@ -51,7 +51,25 @@ export function buildAll(log: (line: string) => void = () => undefined): void {
   // The project's own build script: it also makes the `drainguard` bin executable, which npx needs.
   log('building dist/ (npm run build)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  ensureShutdownToolchain(log);
   buildShutdownIfStale(log);
+}
+
+const TOOLCHAIN = join(REPO_ROOT, 'src/shutdown/build/toolchain.mjs');
+
+/**
+ * The drain program's toolchain (C compilers, qemu-user, the pinned QuickJS and musl sources), so that
+ * `npm test` on a fresh clone needs nothing installed by hand: what is missing is installed by the
+ * project's own script (as root on Debian, as CI runs; elsewhere the error names what to install).
+ */
+export function ensureShutdownToolchain(log: (line: string) => void = () => undefined): void {
+  const check = spawnSync(NODE, [TOOLCHAIN, 'check'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (check.status === 0) return;
+  if (process.getuid?.() !== 0) {
+    throw new Error(`the drain program's toolchain is incomplete:\n${check.stderr}run \`sudo npm run toolchain:shutdown\` (Debian) once, then the tests again`);
+  }
+  log('installing what the drain program needs (npm run toolchain:shutdown)');
+  execFileSync(NODE, [TOOLCHAIN, 'install'], { cwd: REPO_ROOT, stdio: 'inherit' });
 }
 
 /**
