@@ -10,7 +10,6 @@
  *   npm run bench:fuzz [-- --seed N] [-- --quick]
  */
 import { readFileSync } from 'node:fs';
-import { admissionReview } from '../test/integration/server/webhook-test-kit';
 import { DEFAULT_COUNTS, generateCases, resubmissionCase, type CaseClass, type FuzzCase } from './fuzz/cases';
 import { judge, type Verdict } from './fuzz/check';
 import { rawCases, sendRaw } from './fuzz/raw';
@@ -21,6 +20,7 @@ import { admissionLimits, memoryLimitMiB } from '../src/server/sizing';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../src/server/webhook-server';
 import { createHttpsClient, type ClientTarget, type HttpsClient } from './lib/https-client';
 import { contourPod, fixturePods } from './lib/pods';
+import { reviewBody } from './lib/review';
 import { beginSection, progress } from './lib/results';
 import { startDrainguard, type RunningServer } from './lib/servers';
 import { table } from './lib/stats';
@@ -150,7 +150,7 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
   const client = createHttpsClient(target, CONCURRENCY);
   const patched: Pod[] = [];
   try {
-    const validBody = JSON.stringify(admissionReview(contourPod()));
+    const validBody = reviewBody(contourPod());
     const hostileOptions = { maxConnections: limits.maxConnections, handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS };
     const [, alongside] = await Promise.all([
       sendCases(client, cases, findings, patched, 'reviews'),
@@ -170,7 +170,7 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
     progress(`fuzz: ${resubmitted.length} patched pods sent again`);
     await sendCases(client, resubmitted, findings, [], 'resubmitted');
 
-    const raw = rawCases(JSON.stringify(admissionReview(contourPod())), quick ? 40 : 300, seed + 50);
+    const raw = rawCases(reviewBody(contourPod()), quick ? 40 : 300, seed + 50);
     progress(`fuzz: ${raw.length} raw TLS payloads`);
     await pool(raw, CONCURRENCY, async (rawCase) => {
       const answer = await sendRaw(target, rawCase.payload);

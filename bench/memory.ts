@@ -15,12 +15,12 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LARGE_CONTENT_KINDS, largeReviewBody } from '../test/integration/server/large-reviews';
 import { admissionLimits, memoryLimitMiB, type AdmissionLimits } from '../src/server/sizing';
 import { startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { describeMachine } from './lib/machine';
+import { CONTENT_KINDS, largeReviewBody } from './lib/pod-content';
 import { repoPath } from './lib/pods';
 import { spawnTracked, stopProcess, waitForFileLine } from './lib/processes';
 import { currentLoad, progress } from './lib/results';
@@ -89,8 +89,8 @@ async function run(certs: BenchCertificates, clients: number, seconds: number): 
   const limitMiB = memoryLimitMiB(limits);
   const capped = systemdRunWorks();
   progress(capped ? `running the server under systemd-run MemoryMax=${limitMiB}M` : 'no memory cap available here (no systemd-run scope); measuring peak memory from /proc');
-  progress(`generating ${LARGE_CONTENT_KINDS.length} reviews of about 3 MiB`);
-  const bodies = LARGE_CONTENT_KINDS.map((kind) => largeReviewBody(kind, `memory-${kind}`));
+  progress(`generating ${CONTENT_KINDS.length} reviews of about 3 MiB`);
+  const bodies = CONTENT_KINDS.map((kind) => largeReviewBody(kind, `memory-${kind}`));
 
   const server = await startServer(certs, limitMiB, capped);
   let alive = true;

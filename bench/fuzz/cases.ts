@@ -10,9 +10,9 @@
  */
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { validPodCase } from '../../test/property/pod-arbitrary';
-import { admissionReview } from '../../test/integration/server/webhook-test-kit';
-import { LARGE_CONTENT_KINDS, largeReviewBody } from '../../test/integration/server/large-reviews';
+import { validPodCase } from '../lib/pod-arbitrary';
+import { admissionReview } from '../lib/review';
+import { CONTENT_KINDS, largeReviewBody } from '../lib/pod-content';
 import { validatePod, type Container, type Pod } from '../../src/mutate';
 import type { SentRequest } from '../lib/https-client';
 
@@ -55,7 +55,7 @@ function reviewCase(cls: CaseClass, review: ReturnType<typeof admissionReview>, 
 
 const apiVersion = fc.constantFrom('admission.k8s.io/v1', 'admission.k8s.io/v1', 'admission.k8s.io/v1beta1');
 
-/** Valid pods from the property tests' generator (shared with test/property). */
+/** Valid pods from the property tests' generator (bench/lib/pod-arbitrary.ts). */
 function generatedValid(count: number, seed: number): FuzzCase[] {
   return fc
     .sample(fc.tuple(validPodCase, apiVersion, fc.boolean()), { numRuns: count, seed })
@@ -293,13 +293,13 @@ function hugeCases(validReview: unknown): FuzzCase[] {
 }
 
 /**
- * Reviews of ~3 MiB, `perKind` of each kind of large content (tests/integration/server/large-reviews.ts).
+ * Reviews of ~3 MiB, `perKind` of each kind of pod content (bench/lib/pod-content.ts).
  * Only the envelope is checked (200, uid echoed, allowed, no internal error): computing the core's own
  * answer for each here would cost what the server's decision costs.
  */
 function largeContentCases(perKind: number): FuzzCase[] {
   const cases: FuzzCase[] = [];
-  for (const kind of LARGE_CONTENT_KINDS) {
+  for (const kind of CONTENT_KINDS) {
     const body = largeReviewBody(kind, `large-${kind}`);
     for (let i = 0; i < perKind; i += 1) {
       cases.push({ class: 'large:content', request: { path: '/mutate', headers: JSON_HEADERS, body }, review: { apiVersion: 'admission.k8s.io/v1', request: { uid: `large-${kind}` } }, expectedStatuses: [200] });

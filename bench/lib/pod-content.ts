@@ -1,13 +1,17 @@
 /**
- * The Contour pod grown to a given review size with one kind of content at a time, for the growth check:
- * a loop over any kind of pod content that is not linear shows up as a cost per KiB that rises with size.
- * The kinds are every list or map in a pod that drainguard reads (see the hostile-input findings: a long
- * safe-to-evict annotation and many emptyDir volumes were quadratic).
+ * The Contour pod grown to a given review size with one kind of content at a time. Each is still a valid
+ * Envoy pod, so drainguard must decide on it like on any other. Used by the growth check (a loop over any
+ * kind of pod content that is not linear shows up as a cost per KiB that rises with size), by
+ * `npm run bench:fuzz` and `npm run bench:memory` (reviews just under the server's body limit: what an
+ * adversary inside the cluster can send to `/mutate`), and by the server test that decides such reviews
+ * while `/healthz` keeps answering. The kinds are every list or map in a pod that drainguard reads (see the
+ * hostile-input findings: a long safe-to-evict annotation and many emptyDir volumes were quadratic).
  *
  * Sizes are tracked incrementally (base size + each item's JSON length and its comma), so building a
- * 3 MiB pod is linear too; the caller measures the real body afterwards.
+ * 3 MiB pod is linear too; the result is about the size asked for (within an item and a key or two).
  */
 import type { Container, Pod } from '../../src/mutate';
+import { DEFAULT_LIMITS } from '../../src/server/sizing';
 import { contourPod } from './pods';
 import { reviewBody } from './review';
 
@@ -114,4 +118,20 @@ export function podWithContent(kind: ContentKind, targetBytes: number): Pod {
       break;
   }
   return pod;
+}
+
+/** Far enough under drainguard's body limit that the size tracker's slack never crosses it. */
+export const LARGE_REVIEW_BYTES = DEFAULT_LIMITS.bodyLimitBytes - 16 * 1024;
+
+/**
+ * The review of the Contour pod grown with `kind` to about `targetBytes`: a big but acceptable request.
+ * Throws rather than return a body the server would refuse as too large.
+ */
+export function largeReviewBody(kind: ContentKind, uid: string, targetBytes = LARGE_REVIEW_BYTES): string {
+  const body = reviewBody(podWithContent(kind, targetBytes), uid);
+  const bytes = Buffer.byteLength(body);
+  if (bytes > DEFAULT_LIMITS.bodyLimitBytes) {
+    throw new Error(`a ${kind} review asked for ${targetBytes} bytes came to ${bytes}, over the server's body limit of ${DEFAULT_LIMITS.bodyLimitBytes}`);
+  }
+  return body;
 }

@@ -24,7 +24,7 @@ import {
   type DrainArguments,
 } from '../../../src/drain-contract';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
-import { validPodCase } from '../../property/pod-arbitrary';
+import { validPodCase } from '../../../bench/lib/pod-arbitrary';
 import { applyIndependently } from '../../support/independent-patch';
 
 const POD_FIXTURES = join(__dirname, '../../fixtures/pods');

@@ -12,7 +12,7 @@ import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
 import { WebhookServer } from '../../../src/server/webhook-server';
-import { LARGE_CONTENT_KINDS, largeReviewBody } from './large-reviews';
+import { CONTENT_KINDS, largeReviewBody } from '../../../bench/lib/pod-content';
 import { httpsRequest, temporaryDirectory } from './webhook-test-kit';
 
 const directory = temporaryDirectory();
@@ -73,7 +73,7 @@ function logged(match: (entry: Record<string, unknown>) => boolean): Promise<Rec
   });
 }
 
-test.each(LARGE_CONTENT_KINDS)('a 3 MiB review made of %s is decided while /healthz keeps answering', async (kind) => {
+test.each(CONTENT_KINDS)('a 3 MiB review made of %s is decided while /healthz keeps answering', async (kind) => {
   const uid = `large-${kind}`;
   const body = largeReviewBody(kind, uid);
   expect(Buffer.byteLength(body)).toBeGreaterThan(3 * 1024 * 1024 - 64 * 1024);

@@ -3,77 +3,24 @@
  * that verifies like kube-apiserver does (a CA bundle and the Service DNS name), temp directories.
  */
 import { request } from 'node:https';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { parseAllDocuments } from 'yaml';
 import pino from 'pino';
-import type { Pod } from '../../../src/mutate/k8s';
 
-import { CONTOUR_FIXTURES_DIR, REPO_ROOT } from '../../support/build';
+import { REPO_ROOT } from '../../support/build';
 
 export { REPO_ROOT };
-const POD_FIXTURES = join(REPO_ROOT, 'test/fixtures/pods');
+/** The benchmarks' envelope and fixture pods (bench/lib/), so tests and benchmarks send the same reviews. */
+export { admissionReview } from '../../../bench/lib/review';
+export { fixturePods } from '../../../bench/lib/pods';
 
 export const silentLogger = () => pino({ level: 'silent' });
 
 export function temporaryDirectory(): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), 'drainguard-'));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
-}
-
-/** Every fixture pod: test/fixtures/pods/*.yaml plus the pod templates of Contour's DaemonSets. */
-export function fixturePods(): { name: string; pod: Pod }[] {
-  const pods: { name: string; pod: Pod }[] = [];
-  for (const file of readdirSync(POD_FIXTURES).filter((f) => f.endsWith('.yaml')).sort()) {
-    for (const doc of parseAllDocuments(readFileSync(join(POD_FIXTURES, file), 'utf8'))) {
-      const pod = doc.toJS() as Pod | null;
-      if (pod?.kind === 'Pod') pods.push({ name: file, pod });
-    }
-  }
-  for (const file of readdirSync(CONTOUR_FIXTURES_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
-    for (const doc of parseAllDocuments(readFileSync(join(CONTOUR_FIXTURES_DIR, file), 'utf8'))) {
-      const object = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string }; spec?: { template?: Pod } } | null;
-      const template = object?.kind === 'DaemonSet' ? object.spec?.template : undefined;
-      if (!template) continue;
-      pods.push({
-        name: `contour/${file}`,
-        pod: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          ...template,
-          metadata: { ...template.metadata, generateName: `${object?.metadata?.name}-`, namespace: object?.metadata?.namespace ?? 'default' },
-        },
-      });
-    }
-  }
-  return pods;
-}
-
-export function admissionReview(
-  pod: unknown,
-  options: { uid?: string; dryRun?: boolean; apiVersion?: string; operation?: string } = {},
-) {
-  const metadata = (pod as Pod).metadata ?? {};
-  return {
-    apiVersion: options.apiVersion ?? 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: options.uid ?? '705ab4f5-6393-11e8-b7cc-42010a800002',
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      requestKind: { group: '', version: 'v1', kind: 'Pod' },
-      requestResource: { group: '', version: 'v1', resource: 'pods' },
-      namespace: metadata.namespace ?? 'default',
-      operation: options.operation ?? 'CREATE',
-      userInfo: { username: 'system:serviceaccount:kube-system:daemon-set-controller', groups: ['system:serviceaccounts'] },
-      object: pod,
-      oldObject: null,
-      dryRun: options.dryRun ?? false,
-      options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
-    },
-  };
 }
 
 export interface HttpsResult {

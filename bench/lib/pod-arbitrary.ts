@@ -2,6 +2,7 @@
  * fast-check generators of valid Envoy-ish pods: Contour, Envoy Gateway, Bitnami and plain shapes,
  * native sidecars, assorted hooks, probes, resources, volumes and annotations (including keys with
  * `/` and `~`). Every generated pod passes validatePod (filtered), so properties may assume validity.
+ * Used by the property tests and by `npm run bench:fuzz` (its `valid:generated` reviews).
  */
 import fc from 'fast-check';
 import { defaultConfig, type Config } from '../../src/config';
