@@ -14,6 +14,7 @@ import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from './lib/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';
 import { repoPath } from './lib/repo';
 import { SERVER_LABELS } from './lib/servers';
+import { LISTENERS } from './shutdown';
 import type { LoadReport } from './load';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
@@ -93,14 +94,15 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
     '',
     mdTable([
       ['figure', 'measured'],
-      ['size on disk (executable + lib)', `${(shutdown.sizeBytes / 1e6).toFixed(1)} MB`],
+      ['size on disk (the static executable)', `${(shutdown.sizeBytes / 1e6).toFixed(1)} MB`],
       [`install, median/max of ${shutdown.installMs.runs}`, `${shutdown.installMs.median.toFixed(1)}/${shutdown.installMs.max.toFixed(1)} ms`],
     ]),
     '',
-    'The built `dist/envoy-shutdown/envoy-shutdown`, each run its own process, against the Envoy admin simulator over a unix ' +
-      'socket with one real client connection: start-up is spawn → first admin request recorded by the simulator; peak RSS is ' +
-      'VmHWM from /proc sampled every 10 ms until exit; reaction is the last client connection closing (count = threshold 0) → ' +
-      'process exit, with the close placed at a different point of the 1 s poll cycle in each run (`--min-drain 0s`). Its goals are in the table above.',
+    `The built \`${shutdown.executable}\`, each run its own process, against a stub admin API over a unix socket (bench/lib/admin-stub.ts) ` +
+      `whose stats answer holds the listener gauges of ${LISTENERS.toLocaleString('en-US')} listeners with their per-worker copies, one open connection counted: ` +
+      'start-up is spawn → first admin request recorded by the stub; peak RSS is VmHWM from /proc sampled every 10 ms until exit; ' +
+      'reaction is the benchmark setting the stub\'s count to the threshold 0 → process exit, with the drop placed at a different point ' +
+      'of the 1 s poll cycle in each run (`--min-drain 0s`). Its goals are in the table above.',
     '',
     '### The Pepr peer',
     '',

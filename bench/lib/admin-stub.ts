@@ -1,0 +1,141 @@
+/**
+ * A load fixture for `bench/shutdown.ts`: the few Envoy admin answers a drain needs, over a unix socket,
+ * with a stats answer as large as a big Envoy's. Not a simulator (that is the tests' job): it has no
+ * listener sockets, no state machine and no version matrix. It answers
+ *
+ * - `GET /server_info`: a fixed answer, a LIVE Envoy 1.31.2;
+ * - `POST /healthcheck/fail` and `POST /drain_listeners…`: `OK`;
+ * - `GET /stats…`: the `downstream_cx_active` gauges of `listeners` listeners as Envoy renders them in JSON,
+ *   each listener's gauge followed by its per-worker copies, then the admin listener's, so a stats
+ *   answer for 10,000 listeners is as many bytes as the real one. The open connections are whatever the
+ *   bench sets with `setActiveConnections` (counted on the first listener and its first worker);
+ * - anything else: 404.
+ *
+ * Every request is recorded with its arrival time (performance.now()).
+ */
+import { rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+export interface StubRequest {
+  method: string;
+  /** As sent, query string included. */
+  path: string;
+  at: number;
+}
+
+export interface AdminStubOptions {
+  socketPath: string;
+  listeners: number;
+  /** Envoy's `--concurrency`: how many per-worker copies each listener gauge has. Default 2. */
+  workers?: number;
+}
+
+/** Only the fields the drain program reads, with Envoy's version format `<sha>/<x.y.z>/<status>/<build>/<ssl>`. */
+const SERVER_INFO = `${JSON.stringify(
+  {
+    version: '7ed31beba8cbcc0fc2b1e6d2f1a25e7a1a3ec7c1/1.31.2/Clean/RELEASE/BoringSSL',
+    state: 'LIVE',
+    uptime_current_epoch: '3600s',
+  },
+  null,
+  1,
+)}\n`;
+
+const gauge = (name: string, value: number) => `{"name":"listener.${name}.downstream_cx_active","value":${value}}`;
+
+export class AdminStub {
+  readonly requests: StubRequest[] = [];
+  readonly address: string;
+  private active = 0;
+  /** The stats answer, rendered again only when the count changes. */
+  private statsBody: string | undefined;
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(
+    private readonly server: Server,
+    private readonly options: AdminStubOptions,
+  ) {
+    this.address = `unix:${options.socketPath}`;
+  }
+
+  static async start(options: AdminStubOptions): Promise<AdminStub> {
+    rmSync(options.socketPath, { force: true });
+    let stub: AdminStub | undefined;
+    const server = createServer((req, res) => stub?.answer(req, res));
+    stub = new AdminStub(server, options);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.socketPath, resolve);
+    });
+    return stub;
+  }
+
+  /** The open connections the stats answer reports from now on. */
+  setActiveConnections(count: number): void {
+    this.active = count;
+    this.statsBody = undefined;
+  }
+
+  /** Resolves with the first recorded request (already recorded or still to come) that `match` accepts. */
+  request(match: (request: StubRequest) => boolean, timeoutMs = 120_000): Promise<StubRequest> {
+    const found = this.requests.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const request = this.requests.find(match);
+        if (!request) return;
+        done();
+        resolve(request);
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`admin stub: no matching request within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    rmSync(this.options.socketPath, { force: true });
+  }
+
+  private answer(req: IncomingMessage, res: ServerResponse): void {
+    const path = req.url ?? '/';
+    const method = req.method ?? '';
+    this.requests.push({ method, path, at: performance.now() });
+    for (const check of [...this.waiters]) check();
+    const route = `${method} ${path.split('?')[0]}`;
+    if (route === 'GET /server_info') return send(res, 200, SERVER_INFO, 'application/json');
+    if (route === 'POST /healthcheck/fail' || route === 'POST /drain_listeners') return send(res, 200, 'OK\n');
+    if (route === 'GET /stats') return send(res, 200, (this.statsBody ??= this.renderStats()), 'application/json');
+    send(res, 404, 'not part of the benchmark stub\n');
+  }
+
+  /** Sorted by name, as Envoy sorts them: `0.0.0.0_<port>` listeners, then `admin` (whose one connection is the poller's). */
+  private renderStats(): string {
+    const workers = this.options.workers ?? 2;
+    const elements: string[] = [];
+    for (let i = 0; i < this.options.listeners; i++) {
+      const name = `0.0.0.0_${10_000 + i}`;
+      const count = i === 0 ? this.active : 0;
+      elements.push(gauge(name, count));
+      for (let worker = 0; worker < workers; worker++) elements.push(gauge(`${name}.worker_${worker}`, worker === 0 ? count : 0));
+    }
+    elements.push(gauge('admin', 1), gauge('admin.main_thread', 1));
+    return `{"stats":[${elements.join(',')}]}`;
+  }
+}
+
+/** Chunked, as Envoy's admin streams every answer. */
+function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=UTF-8'): void {
+  res.writeHead(status, { 'content-type': contentType });
+  res.write(body);
+  res.end();
+}
