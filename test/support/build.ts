@@ -8,11 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
-/**
- * The repository, found by walking up to drainguard's package.json rather than by a fixed `../..`:
- * the benchmarks compile these helpers into node_modules/.cache, where a relative path no longer
- * leads to the repository.
- */
+/** The repository, found by walking up to drainguard's package.json rather than by a fixed `../..`. */
 function findRepoRoot(): string {
   for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
     const manifest = join(dir, 'package.json');
