@@ -520,8 +520,8 @@ describe('server limits and memory', () => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 342Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('342Mi');
+  test('the default limit is 374Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('374Mi');
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {
