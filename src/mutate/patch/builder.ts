@@ -4,9 +4,16 @@
  * earlier one added) and never have to reason about missing parents: `set` and `append` create
  * `/metadata/annotations`, `/spec/initContainers`, `lifecycle`, `resources`, `requests`... with a
  * single `add` of the nested value when they do not exist yet.
+ *
+ * The draft is copy-on-write: it starts as a shallow copy of the pod's root and shares every other
+ * node with the input until an operation writes below it; then only the nodes on that operation's
+ * path are copied (a handful of objects, however large the pod). The input is never written to, and
+ * neither is a value an operation carries: the draft holds the operation's own value, so a later
+ * write below it copies it first. A node read from the draft is therefore a snapshot, valid until
+ * the next write; read again after writing.
  */
 import type { Pod } from '../k8s';
-import { cloneJson } from './json';
+import { cloneJson, shallowCopy, type JsonContainer } from './json';
 
 /** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
 export type PatchOperation =
@@ -35,7 +42,7 @@ export function toPointer(segments: readonly PathSegment[]): string {
   return pointer;
 }
 
-type Json = Record<string, unknown> | unknown[];
+type Json = JsonContainer;
 
 /** The CLI applies the same patch to a workload's `spec.template`: only these roots exist in both. */
 const ALLOWED_ROOTS = new Set(['metadata', 'spec']);
@@ -57,12 +64,14 @@ function nest(segments: readonly PathSegment[], value: unknown): unknown {
 export class PatchBuilder {
   private readonly operations: PatchOperation[] = [];
   private readonly draftPod: Pod;
+  /** The draft's own nodes, copied on the way to a write; every other node is shared and read-only. */
+  private readonly owned = new Set<Json>();
 
   constructor(pod: Pod) {
-    this.draftPod = cloneJson(pod);
+    this.draftPod = this.own(pod as unknown as Json) as unknown as Pod;
   }
 
-  /** The pod with every operation so far applied. Read it, never write it. */
+  /** The pod with every operation so far applied. Read it, never write it: it shares nodes with the input. */
   get draft(): Pod {
     return this.draftPod;
   }
@@ -90,7 +99,7 @@ export class PatchBuilder {
         this.write(parent, path.slice(0, depth + 1), child === undefined ? 'add' : 'replace', created);
         return;
       }
-      parent = child;
+      parent = this.ownChild(parent, segment, child);
     }
     const leaf = path[path.length - 1] as PathSegment;
     this.write(parent, path, childOf(parent, leaf) === undefined ? 'add' : 'replace', cloneJson(value));
@@ -106,10 +115,15 @@ export class PatchBuilder {
   /** Removes the value at `path`; a no-op when it does not exist. */
   remove(path: readonly PathSegment[]): void {
     this.assertInScope(path);
-    const parent = this.read(path.slice(0, -1));
     const leaf = path[path.length - 1] as PathSegment;
-    if (!isContainer(parent) || childOf(parent, leaf) === undefined) return;
+    const found = this.read(path.slice(0, -1));
+    if (!isContainer(found) || childOf(found, leaf) === undefined) return;
     this.operations.push({ op: 'remove', path: toPointer(path) });
+    let parent: Json = this.draftPod as unknown as Json;
+    for (let depth = 0; depth < path.length - 1; depth += 1) {
+      const segment = path[depth] as PathSegment;
+      parent = this.ownChild(parent, segment, childOf(parent, segment) as Json);
+    }
     if (Array.isArray(parent)) parent.splice(leaf as number, 1);
     else delete parent[leaf as string];
   }
@@ -124,9 +138,29 @@ export class PatchBuilder {
     return node;
   }
 
+  /** A copy of `node` that the draft owns and may write to. */
+  private own(node: Json): Json {
+    const copy = shallowCopy(node);
+    this.owned.add(copy);
+    return copy;
+  }
+
+  /** `parent[segment]` (`child`) as a node the draft owns: copied into `parent` on the first write below it. */
+  private ownChild(parent: Json, segment: PathSegment, child: Json): Json {
+    if (this.owned.has(child)) return child;
+    const copy = this.own(child);
+    if (Array.isArray(parent)) parent[segment as number] = copy;
+    else parent[segment as string] = copy;
+    return copy;
+  }
+
+  /**
+   * `value` is already the builder's own copy: the operation and the draft hold the same object, and
+   * neither is written to again (a later write below it copies it into the draft first).
+   */
   private write(parent: Json, path: readonly PathSegment[], op: 'add' | 'replace', value: unknown): void {
     const leaf = path[path.length - 1] as PathSegment;
-    this.operations.push({ op, path: toPointer(path), value: cloneJson(value) });
+    this.operations.push({ op, path: toPointer(path), value });
     if (Array.isArray(parent)) {
       if (op === 'add') parent.splice(leaf as number, 0, value);
       else parent[leaf as number] = value;

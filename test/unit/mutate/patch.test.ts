@@ -36,8 +36,51 @@ describe('RFC 6901 escaping', () => {
   });
 });
 
+/** `value` and everything in it frozen: a write anywhere below it throws (these modules are strict). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 describe('PatchBuilder', () => {
   const pod = () => ({ spec: { containers: [{ name: 'envoy' }] } });
+
+  test('never writes to the input: it copies only the nodes on the path of each write', () => {
+    const input = deepFreeze({
+      metadata: { annotations: { a: '1' } },
+      spec: { containers: [{ name: 'sidecar' }, { name: 'envoy', args: ['-c', 'x'] }], volumes: [{ name: 'v', emptyDir: {} }] },
+    });
+    const builder = new PatchBuilder(input as never);
+    builder.set(['spec', 'containers', 1, 'resources', 'requests'], { cpu: '1' });
+    builder.set(['spec', 'containers', 1, 'resources', 'requests', 'memory'], '1Gi');
+    builder.append(['spec', 'initContainers'], { name: 'init' });
+    builder.set(['metadata', 'annotations', 'b'], '2');
+    builder.remove(['spec', 'containers', 0]);
+    expect(builder.draft).toEqual({
+      metadata: { annotations: { a: '1', b: '2' } },
+      spec: {
+        containers: [{ name: 'envoy', args: ['-c', 'x'], resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+        volumes: [{ name: 'v', emptyDir: {} }],
+        initContainers: [{ name: 'init' }],
+      },
+    });
+    // What no operation went below is the input's own node, not a copy.
+    expect(builder.draft.spec.volumes).toBe(input.spec.volumes);
+    expect(builder.draft.spec.containers[0]?.args).toBe(input.spec.containers[1]?.args);
+    expect(applyIndependently(input, builder.patch)).toEqual(builder.draft);
+  });
+
+  test('a value the caller passes is copied: changing it afterwards changes neither the draft nor the patch', () => {
+    const builder = new PatchBuilder(pod());
+    const probe = { httpGet: { path: '/ready', port: 8002 } };
+    builder.set(['spec', 'containers', 0, 'livenessProbe'], probe);
+    probe.httpGet.port = 1;
+    expect(builder.draft.spec.containers[0]?.livenessProbe).toEqual({ httpGet: { path: '/ready', port: 8002 } });
+    expect(builder.patch[0]).toEqual({ op: 'add', path: '/spec/containers/0/livenessProbe', value: { httpGet: { path: '/ready', port: 8002 } } });
+  });
 
   test('creates every missing parent with one add', () => {
     const builder = new PatchBuilder(pod());
@@ -107,6 +150,41 @@ describe('verification', () => {
     const patch = [{ op: 'add' as const, path: '/spec/containers/1', value: { name: 'envoy' } }];
     const expected = { spec: { containers: [{ name: 'envoy' }, { name: 'envoy' }] } };
     expect(() => verifyPatch(pod, patch, expected)).toThrow(/duplicate container name envoy/);
+  });
+
+  test('never writes to the input or to the patch, and refuses operations drainguard never emits', () => {
+    const input = deepFreeze({ metadata: { annotations: { 'a/b': 'x' } }, spec: { containers: [{ name: 'envoy', ports: [{ containerPort: 1 }] }] } });
+    const patch = deepFreeze([
+      { op: 'add' as const, path: '/spec/containers/0/lifecycle', value: { preStop: { sleep: { seconds: 1 } } } },
+      { op: 'add' as const, path: '/spec/containers/0/lifecycle/postStart', value: { sleep: { seconds: 2 } } },
+      { op: 'replace' as const, path: '/metadata/annotations/a~1b', value: 'y' },
+      { op: 'remove' as const, path: '/spec/containers/0/ports/0' },
+    ]);
+    const expected = {
+      metadata: { annotations: { 'a/b': 'y' } },
+      spec: { containers: [{ name: 'envoy', ports: [], lifecycle: { preStop: { sleep: { seconds: 1 } }, postStart: { sleep: { seconds: 2 } } } }] },
+    };
+    expect(() => verifyPatch(input as never, patch, expected as never)).not.toThrow();
+    for (const operation of [
+      { op: 'move', from: '/spec/containers/0/ports', path: '/metadata/ports' },
+      { op: 'copy', from: '/spec/containers/0', path: '/spec/containers/1' },
+      { op: 'test', path: '/spec/containers/0/name', value: 'envoy' },
+      { op: 'replace', path: '', value: expected },
+    ]) {
+      expect(() => verifyPatch(input as never, [operation as never], input as never)).toThrow(/does not apply/);
+    }
+  });
+
+  test('a replace or remove of something missing, or an add past the end of a list, does not apply', () => {
+    for (const operation of [
+      { op: 'replace', path: '/spec/containers/0/image', value: 'x' },
+      { op: 'remove', path: '/spec/containers/1' },
+      { op: 'add', path: '/spec/containers/2', value: { name: 'x' } },
+      { op: 'add', path: '/spec/missing/child', value: 1 },
+      { op: 'add', path: '/spec/containers/first', value: { name: 'x' } },
+    ]) {
+      expect(() => verifyPatch(pod, [operation as never], pod)).toThrow(/does not apply/);
+    }
   });
 
   test('violations already in the input are not blamed on the patch', () => {
