@@ -117,17 +117,22 @@ function matchesScalar(shape: Exclude<Shape, object>, value: unknown): boolean {
   }
 }
 
-/**
- * Walks `value` against `shape`. This runs on every admission, so the path is a stack of segments
- * turned into text only when a problem is found, and keys are visited without building entry arrays.
- * Problems are collected rather than thrown, so one message can name every bad field.
- */
-class ShapeChecker {
-  readonly problems: string[] = [];
-  /** Field names, list indices and quoted map keys, as in `spec.containers[1].args[0]`. */
-  private readonly path: (string | number)[] = [];
+/** Field names, list indices and quoted map keys, as in `spec.containers[1].args[0]`. */
+type Segment = string | number;
 
-  private report(text: string): void {
+/** The problems found so far, and where the walk is (the path is turned into text only for a problem). */
+class ShapeWalk {
+  readonly problems: string[] = [];
+  readonly path: Segment[] = [];
+
+  /** A problem with the value at `segment` below the current path. */
+  reportAt(segment: Segment, text: string): void {
+    this.path.push(segment);
+    this.report(text);
+    this.path.pop();
+  }
+
+  report(text: string): void {
     let where = '';
     for (const segment of this.path) {
       if (typeof segment === 'number') where += `[${segment}]`;
@@ -136,51 +141,88 @@ class ShapeChecker {
     }
     this.problems.push(`${where} ${text}`);
   }
+}
 
-  private descend(segment: string | number, shape: Shape | undefined, value: unknown): void {
-    this.path.push(segment);
-    if (shape === undefined) this.report('is required');
-    else this.check(shape, value);
-    this.path.pop();
+/**
+ * Checks the value at `segment` below the walk's path. The path gets the segment only when the
+ * check descends (lists, maps, objects) or reports: most values are scalars that match.
+ */
+type Check = (walk: ShapeWalk, segment: Segment, value: unknown) => void;
+
+interface ScalarTest {
+  matches: (value: unknown) => boolean;
+  /** The problem's text up to the value's description. */
+  expected: string;
+}
+
+function scalarTest(shape: Exclude<Shape, object>): ScalarTest {
+  const expected = `must be ${EXPECTED[shape]}, got `;
+  if (shape === 'string') return { expected, matches: (value) => typeof value === 'string' };
+  if (shape === 'boolean') return { expected, matches: (value) => typeof value === 'boolean' };
+  return { expected, matches: (value) => matchesScalar(shape, value) };
+}
+
+/**
+ * The shape turned into nested closures once, when this module loads: each check knows its own
+ * fields and children, so a walk looks nothing up in the description, and a map key is quoted only
+ * for a problem (a pod's annotations are many). Problems are collected rather than thrown, so one
+ * message can name every bad field; they come in the same order as the fields of the description.
+ */
+function compile(shape: Shape): Check {
+  if (typeof shape === 'string') {
+    const { matches, expected } = scalarTest(shape);
+    return (walk, segment, value) => {
+      if (!matches(value)) walk.reportAt(segment, expected + describeValue(value));
+    };
   }
-
-  check(shape: Shape, value: unknown): void {
-    if (typeof shape === 'string') {
-      if (!matchesScalar(shape, value)) this.report(`must be ${EXPECTED[shape]}, got ${describeValue(value)}`);
-      return;
-    }
-    if ('list' in shape) {
-      if (!Array.isArray(value)) {
-        this.report(`must be a list, got ${describeValue(value)}`);
-        return;
-      }
+  if ('list' in shape) {
+    const item = compile(shape.list);
+    return (walk, segment, value) => {
+      if (!Array.isArray(value)) return walk.reportAt(segment, `must be a list, got ${describeValue(value)}`);
+      walk.path.push(segment);
       // Every index, holes included (for...of on entries or forEach would skip them).
-      for (let index = 0; index < value.length; index += 1) this.descend(index, shape.list, value[index]);
-      return;
+      for (let index = 0; index < value.length; index += 1) item(walk, index, value[index]);
+      walk.path.pop();
+    };
+  }
+  if ('map' in shape) {
+    // Every map drainguard reads (annotations, labels, requests, limits) holds scalars.
+    if (typeof shape.map !== 'string') throw new Error('drainguard bug: a map of objects in the pod shape');
+    const { matches, expected } = scalarTest(shape.map);
+    return (walk, segment, value) => {
+      if (!isMapping(value)) return walk.reportAt(segment, `must be an object, got ${describeValue(value)}`);
+      walk.path.push(segment);
+      for (const key in value) {
+        const entry = value[key];
+        // Map keys are shown quoted: annotation keys hold dots and slashes.
+        if (!matches(entry)) walk.reportAt(`[${JSON.stringify(key)}]`, expected + describeValue(entry));
+      }
+      walk.path.pop();
+    };
+  }
+  const required = shape.required ?? [];
+  const fields = Object.entries(shape.object).map(([key, field]) => ({ key, check: compile(field) }));
+  return (walk, segment, value) => {
+    if (!isMapping(value)) return walk.reportAt(segment, `must be an object, got ${describeValue(value)}`);
+    walk.path.push(segment);
+    for (const key of required) {
+      if (value[key] === undefined) walk.reportAt(key, 'is required');
     }
-    if (!isMapping(value)) {
-      this.report(`must be an object, got ${describeValue(value)}`);
-      return;
-    }
-    if ('map' in shape) {
-      // Map keys are shown quoted: annotation keys hold dots and slashes.
-      for (const key in value) this.descend(`[${JSON.stringify(key)}]`, shape.map, value[key]);
-      return;
-    }
-    for (const key of shape.required ?? []) {
-      if (value[key] === undefined) this.descend(key, undefined, undefined);
-    }
-    for (const key in shape.object) {
+    for (const { key, check } of fields) {
       const field = value[key];
       // An explicit null is reported too: a JSON Patch `add` below a null parent cannot apply.
-      if (field !== undefined) this.descend(key, shape.object[key], field);
+      if (field !== undefined) check(walk, key, field);
     }
-  }
+    walk.path.pop();
+  };
 }
+
+const checkPod = compile(POD);
 
 /** Every shape problem of the fields drainguard reads, as `path must be …` sentences; [] when fine. */
 export function podShapeProblems(pod: unknown): string[] {
-  const checker = new ShapeChecker();
-  checker.check(POD, pod);
-  return checker.problems;
+  const walk = new ShapeWalk();
+  // The pod is the root: its empty segment adds nothing to a field's path.
+  checkPod(walk, '', pod);
+  return walk.problems;
 }
