@@ -1,16 +1,14 @@
 /**
- * The HTTP surface of `drainguard serve`: a thin adapter that turns HTTP into calls of the pure
- * admission decision (run by the decision workers) and back. Every client mistake gets a 4xx with a
- * JSON `{ "error": message }`; express's default handler (HTML, 500s) is never reached.
+ * The HTTP surface of `drainguard serve` besides admissions: health, readiness, metrics, and a JSON
+ * 4xx for everything else (another method on `/mutate` is 405, an unknown path 404); express's default
+ * handler (HTML, 500s) is never reached. Admissions (`POST /mutate`) are handled by ./admission-handler,
+ * which the HTTPS server calls directly.
  */
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { ADMISSION_PATH, answerError } from './admission-handler';
 import { HttpError } from './http-error';
-import type { AdmissionLimiter } from './admission-limiter';
-import type { Decided } from './decision-pool';
 import type { WebhookMetrics } from './metrics';
-import { checkDeclaredBody, readBody } from './request-body';
-import { takeTurn } from './connection-turns';
 
 export interface WebhookAppOptions {
   metrics: WebhookMetrics;
@@ -19,18 +17,10 @@ export interface WebhookAppOptions {
   isReady: () => boolean;
   /** Shutting down: answer with `Connection: close` so clients move to another replica. */
   isDraining: () => boolean;
-  /** Largest accepted body. */
-  bodyLimitBytes: number;
-  limiter: AdmissionLimiter;
-  /** Decides on one body (a decision worker); the body's memory is handed over. */
-  decide: (body: Buffer) => Promise<Decided>;
 }
 
-/** Seconds a refused client is told to wait; the API server's client waits this long, then retries. */
-export const RETRY_AFTER_SECONDS = 1;
-
 export function createWebhookApp(options: WebhookAppOptions): express.Express {
-  const { metrics, logger, isReady, isDraining, limiter, decide, bodyLimitBytes } = options;
+  const { metrics, logger, isReady, isDraining } = options;
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -51,58 +41,8 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  app.post('/mutate', requireJsonContentType, async (req: Request, res: Response, next) => {
-    let release: (() => void) | undefined;
-    const turn = takeTurn(req.socket);
-    try {
-      // Everything the headers can tell is checked before waiting, reading or `100 Continue`.
-      checkDeclaredBody(req, bodyLimitBytes);
-      await turn.ready;
-      const slot = limiter.acquire();
-      if (slot === undefined) {
-        throw new HttpError(429, `too many admissions in progress (${limiter.concurrency} running, ${limiter.queueLimit} waiting); retry`, {
-          'Retry-After': String(RETRY_AFTER_SECONDS),
-        });
-      }
-      metrics.setAdmissionLoad(limiter);
-      release = await slot;
-      metrics.setAdmissionLoad(limiter);
-      if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
-      const body = await readBody(req, bodyLimitBytes);
-      const started = process.hrtime.bigint();
-      logger.debug({ bytes: body.length }, 'admission received; deciding');
-      const decided = await decide(body);
-      sendJson(res, decided.httpStatus, decided.text);
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      logDecision(decided, seconds);
-    } catch (error) {
-      next(error);
-    } finally {
-      release?.();
-      turn.done();
-      metrics.setAdmissionLoad(limiter);
-    }
-  });
-
-  function logDecision(decided: Decided, seconds: number): void {
-    const { outcome } = decided;
-    if (outcome === undefined) {
-      // Refused before a decision: not JSON, too deep, or the worker failed before reading the uid.
-      metrics.recordRejected();
-      const fields = { status: decided.httpStatus, path: '/mutate', error: errorOf(decided.text) };
-      if (decided.failure) logger.error(fields, 'decision worker failed before the review was read');
-      else logger.warn(fields, 'request rejected');
-      return;
-    }
-    metrics.recordAdmission(outcome, seconds);
-    const fields = { ...outcome, durationMs: Math.round(seconds * 1e6) / 1e3 };
-    if (outcome.result === 'error') logger.error(fields, 'drainguard failed on this pod; admitted it unchanged');
-    else if (outcome.result === 'invalid') logger.warn(fields, 'malformed AdmissionReview');
-    else logger.info(fields, 'admission');
-  }
-
-  app.all('/mutate', (req) => {
-    throw new HttpError(405, `method ${req.method} not allowed on /mutate; use POST`, { Allow: 'POST' });
+  app.all(ADMISSION_PATH, (req) => {
+    throw new HttpError(405, `method ${req.method} not allowed on ${ADMISSION_PATH}; use POST`, { Allow: 'POST' });
   });
 
   app.use((req) => {
@@ -112,62 +52,10 @@ export function createWebhookApp(options: WebhookAppOptions): express.Express {
   return app;
 }
 
-function errorOf(text: string): string {
-  try {
-    return String((JSON.parse(text) as { error?: unknown }).error);
-  } catch {
-    return text.slice(0, 200);
-  }
-}
-
-/**
- * What `res.status(status).json(body)` sends for a POST (same status, `Content-Type` and
- * `Content-Length`, no ETag since it is disabled, never a 304 since only GET/HEAD can be fresh), written
- * directly: express's version looks up four app settings, re-parses the Content-Type it just set to add
- * the charset and copies the body into a Buffer, on every admission.
- */
-function sendJson(res: Response, status: number, text: string): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
-}
-
-const requireJsonContentType: RequestHandler = (req, _res, next) => {
-  const header = req.headers['content-type'];
-  if (!header) throw new HttpError(415, 'Content-Type header is missing; expected application/json');
-  const [mediaType = '', ...parameters] = header.split(';').map((part) => part.trim().toLowerCase());
-  if (mediaType !== 'application/json') {
-    throw new HttpError(415, `Content-Type must be application/json; got ${JSON.stringify(header.slice(0, 100))}`);
-  }
-  const charset = parameters.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    throw new HttpError(415, `charset ${JSON.stringify(charset.slice(0, 40))} is not supported; use utf-8`);
-  }
-  next();
-};
-
 function errorHandler(metrics: WebhookMetrics, logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    const { status, message, headers } = describeError(error);
-    if (req.path === '/mutate') {
-      if (status === 429) metrics.recordThrottled();
-      else metrics.recordRejected();
-    }
-    if (status >= 500) logger.error({ err: error, path: req.path }, 'internal error');
-    else if (status === 429) logger.debug({ status, path: req.path }, 'request throttled');
-    else logger.warn({ status, path: req.path, error: message }, 'request rejected');
-    if (res.headersSent) return;
-    // A body left unread (refused before or while reading it) is not read to its end: the connection
-    // closes after the answer, so nothing of that body is mistaken for the next request.
-    if (!req.complete) res.setHeader('Connection', 'close');
-    res.set(headers).status(status).json({ error: message });
+    answerError(req, res, logger, req.path, error);
+    // Only another method reaches express on this path (405): POST goes to the admission handler.
+    if (req.path === ADMISSION_PATH) metrics.recordRejected();
   };
-}
-
-function describeError(error: unknown): { status: number; message: string; headers: Record<string, string> } {
-  if (error instanceof HttpError) return { status: error.status, message: error.message, headers: error.headers };
-  const { status } = (error ?? {}) as { status?: unknown };
-  if (typeof status === 'number' && status >= 400 && status < 500) return { status, message: String((error as Error).message), headers: {} };
-  return { status: 500, message: 'internal error; see the webhook log', headers: {} };
 }

@@ -10,25 +10,54 @@ export const LATENCY_BUCKETS_SECONDS = [
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
 ];
 
+/**
+ * Counts by label value, kept as plain numbers on every admission and handed to prom-client when metrics
+ * are scraped: an admission adds up to ten counts (one per mutation action), and prom-client's `inc`
+ * hashes and validates its labels on every call.
+ */
+class LabelCounts {
+  private readonly counts = new Map<string, number>();
+
+  add(value: string): void {
+    this.counts.set(value, (this.counts.get(value) ?? 0) + 1);
+  }
+
+  /** A `collect` for a counter with one label: its values become exactly these counts. */
+  collector(label: string): (this: Counter<string>) => void {
+    const { counts } = this;
+    return function collect(this: Counter<string>) {
+      this.reset();
+      for (const [value, count] of counts) this.inc({ [label]: value }, count);
+    };
+  }
+}
+
 export class WebhookMetrics {
   readonly registry = new Registry();
+  private readonly results = new LabelCounts();
+  private readonly actions = new LabelCounts();
+  private readonly skipReasons = new LabelCounts();
+  // These three take their values from the counts above when scraped (`collect`).
   private readonly requests = new Counter({
     name: 'drainguard_admission_requests_total',
     help: 'AdmissionReview requests answered, by result',
     labelNames: ['result'] as const,
     registers: [this.registry],
+    collect: this.results.collector('result'),
   });
   private readonly mutations = new Counter({
     name: 'drainguard_mutations_total',
     help: 'Mutations applied to admitted pods, by action',
     labelNames: ['action'] as const,
     registers: [this.registry],
+    collect: this.actions.collector('action'),
   });
   private readonly skips = new Counter({
     name: 'drainguard_skipped_pods_total',
     help: 'Pods admitted untouched because they are not drainguard candidates, by reason',
     labelNames: ['reason'] as const,
     registers: [this.registry],
+    collect: this.skipReasons.collector('reason'),
   });
   private readonly latency = new Histogram({
     name: 'drainguard_admission_duration_seconds',
@@ -42,15 +71,19 @@ export class WebhookMetrics {
     help: 'AdmissionReview requests refused with 429 because every admission slot and the waiting line were taken',
     registers: [this.registry],
   });
-  private readonly inProgress = new Gauge({
+  /** Where the two gauges below are read when metrics are scraped (not set on every admission). */
+  private admissionLoad: { readonly active: number; readonly queued: number } = { active: 0, queued: 0 };
+  private readonly inProgress: Gauge = new Gauge({
     name: 'drainguard_admissions_in_progress',
     help: 'Admissions holding a slot (body being read, decided or answered)',
     registers: [this.registry],
+    collect: (): void => this.inProgress.set(this.admissionLoad.active),
   });
-  private readonly waiting = new Gauge({
+  private readonly waiting: Gauge = new Gauge({
     name: 'drainguard_admissions_waiting',
     help: 'Admissions waiting for a slot',
     registers: [this.registry],
+    collect: (): void => this.waiting.set(this.admissionLoad.queued),
   });
   private readonly droppedConnections = new Counter({
     name: 'drainguard_connections_dropped_total',
@@ -74,15 +107,15 @@ export class WebhookMetrics {
   }
 
   recordAdmission(outcome: AdmissionOutcome, seconds: number): void {
-    this.requests.inc({ result: outcome.result });
+    this.results.add(outcome.result);
     this.latency.observe({ result: outcome.result }, seconds);
-    for (const action of outcome.actions) this.mutations.inc({ action });
-    if (outcome.skipReason) this.skips.inc({ reason: outcome.skipReason });
+    for (const action of outcome.actions) this.actions.add(action);
+    if (outcome.skipReason) this.skipReasons.add(outcome.skipReason);
   }
 
   /** A request rejected before it reached the decision (413, 415, unparseable JSON). */
   recordRejected(): void {
-    this.requests.inc({ result: 'invalid' });
+    this.results.add('invalid');
   }
 
   /** A 429: no slot and no room in the waiting line. */
@@ -90,9 +123,9 @@ export class WebhookMetrics {
     this.throttled.inc();
   }
 
-  setAdmissionLoad(load: { active: number; queued: number }): void {
-    this.inProgress.set(load.active);
-    this.waiting.set(load.queued);
+  /** The admission limiter whose slots and waiting line the gauges report. */
+  observeAdmissionLoad(load: { readonly active: number; readonly queued: number }): void {
+    this.admissionLoad = load;
   }
 
   recordDroppedConnection(): void {

@@ -1,5 +1,5 @@
 /**
- * The HTTPS server around the express app: TLS ≥ 1.2 with forward-secret AEAD suites only,
+ * The HTTPS server around the admission handler and the express app: TLS ≥ 1.2 with forward-secret AEAD suites only,
  * certificates swapped in place without a restart, bounded connections, handshakes and admissions,
  * readiness, and the shutdown sequence Kubernetes needs (fail readiness, keep serving while endpoints
  * are removed, stop accepting, let in-flight requests finish).
@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/types';
 import { checkKeyPair } from '../certs/inspect';
+import { createAdmissionHandler, isAdmissionRequest } from './admission-handler';
 import { AdmissionLimiter } from './admission-limiter';
 import { createWebhookApp } from './app';
 import { DecisionPool } from './decision-pool';
@@ -133,16 +134,22 @@ export class WebhookServer {
     });
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
     const core = loadCoreModule(options.coreModule);
-    const app = createWebhookApp({
+    const isDraining = () => this.shuttingDown;
+    const limiter = new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit);
+    this.metrics.observeAdmissionLoad(limiter);
+    const app = createWebhookApp({ metrics: this.metrics, logger, isReady: () => this.hasCertificate && !this.shuttingDown, isDraining });
+    const admit = createAdmissionHandler({
       metrics: this.metrics,
       logger,
-      isReady: () => this.hasCertificate && !this.shuttingDown,
-      isDraining: () => this.shuttingDown,
+      isDraining,
       bodyLimitBytes: this.limits.bodyLimitBytes,
-      limiter: new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit),
+      limiter,
       decide: (body) => (body.length <= inlineMaxBytes ? Promise.resolve(decideBody(body, options.config, core)) : this.pool.decide(body)),
     });
-    this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, app);
+    // Admissions skip express: one plain request listener, the admission handler or the app.
+    this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, (req, res) =>
+      isAdmissionRequest(req) ? admit(req, res) : app(req, res),
+    );
     // Bound slow clients: the API server's own webhook timeout is at most 30 s.
     this.server.requestTimeout = 30_000;
     this.server.headersTimeout = 10_000;

@@ -30,10 +30,10 @@ export type PathSegment = string | number;
  * escaped first so that `~1` in a key is not mistaken for an escaped `/`.
  */
 export function escapeSegment(segment: PathSegment): string {
-  const text = String(segment);
-  // Almost every segment (field names, indices) has neither character: skip the two replace passes.
-  if (!text.includes('~') && !text.includes('/')) return text;
-  return text.replace(/~/g, '~0').replace(/\//g, '~1');
+  if (typeof segment === 'number') return String(segment);
+  // Almost every field name has neither character: skip the two replace passes.
+  if (segment.indexOf('~') === -1 && segment.indexOf('/') === -1) return segment;
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 export function toPointer(segments: readonly PathSegment[]): string {

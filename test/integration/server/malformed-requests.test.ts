@@ -99,6 +99,20 @@ describe('malformed requests', () => {
     expect(result).toMatch(/"error":"request ended before its body was complete/);
   });
 
+  it.each([
+    ['/mutate?timeout=10s', 200],
+    ['/mutate/', 200],
+    ['/Mutate', 200],
+    ['/mutate/x', 404],
+    ['/mutatex', 404],
+    ['//mutate', 404],
+  ])('POST %s is %d, as express routes POST /mutate (the admission handler takes exactly those)', async (path, status) => {
+    const result = await httpsRequest({ port, ca, servername: 'localhost', path, body: review() });
+    expect(result.status).toBe(status);
+    if (status === 200) expect(result.json).toMatchObject({ response: { allowed: true, patchType: 'JSONPatch' } });
+    else expect((result.json as { error: string }).error).toMatch(/^no route for POST /);
+  });
+
   it('accepts a review that starts with a UTF-8 byte order mark', async () => {
     const result = await httpsRequest({ port, ca, servername: 'localhost', body: Buffer.from(`\ufeff${review()}`, 'utf8') });
     expect(result.status).toBe(200);
