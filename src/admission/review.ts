@@ -86,29 +86,29 @@ export function parseAdmissionReview(review: unknown): ParsedReview {
   if (dryRun !== undefined && typeof dryRun !== 'boolean') {
     return invalid(`request.dryRun must be a boolean; got ${describe(dryRun)}`);
   }
-  for (const [field, value] of Object.entries({ subResource, namespace, name })) {
-    if (value !== undefined && typeof value !== 'string') {
-      return invalid(`request.${field} must be a string; got ${describe(value)}`);
-    }
-  }
+  const notString = notAString({ subResource, namespace, name });
+  if (notString !== undefined) return invalid(notString);
 
   const parsedKind = parseGroupVersionKind(request.kind);
   if (typeof parsedKind === 'string') return invalid(parsedKind);
 
-  return {
-    ok: true,
-    apiVersion: apiVersion as AdmissionApiVersion,
-    request: {
-      uid,
-      operation: operation as AdmissionOperation,
-      ...(parsedKind ? { kind: parsedKind } : {}),
-      ...(typeof subResource === 'string' && subResource !== '' ? { subResource } : {}),
-      ...(typeof namespace === 'string' ? { namespace } : {}),
-      ...(typeof name === 'string' ? { name } : {}),
-      dryRun: dryRun === true,
-      ...(object !== undefined ? { object } : {}),
-    },
-  };
+  // Built field by field: the optional ones are left out rather than set to undefined.
+  const parsed: AdmissionRequest = { uid, operation: operation as AdmissionOperation, dryRun: dryRun === true };
+  if (parsedKind) parsed.kind = parsedKind;
+  if (typeof subResource === 'string' && subResource !== '') parsed.subResource = subResource;
+  if (typeof namespace === 'string') parsed.namespace = namespace;
+  if (typeof name === 'string') parsed.name = name;
+  if (object !== undefined) parsed.object = object;
+  return { ok: true, apiVersion: apiVersion as AdmissionApiVersion, request: parsed };
+}
+
+/** The message for the first of these optional string fields that is set to something else. */
+function notAString(fields: Record<'subResource' | 'namespace' | 'name', unknown>): string | undefined {
+  for (const field in fields) {
+    const value = fields[field as keyof typeof fields];
+    if (value !== undefined && typeof value !== 'string') return `request.${field} must be a string; got ${describe(value)}`;
+  }
+  return undefined;
 }
 
 /** `request.kind` is optional for drainguard but, when sent, must be well formed. Returns a message on error. */

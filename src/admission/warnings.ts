@@ -28,6 +28,7 @@ function truncate(warning: string, max: number): string {
 
 /** Single-line, deduplicated, each ≤ 256 characters, all together within our share of the 4096 budget. */
 export function shapeWarnings(warnings: readonly string[]): string[] {
+  if (warnings.length === 0) return [];
   const unique = [...new Set(warnings.map(oneLine).filter((w) => w.length > 0))].map((w) =>
     truncate(w, MAX_WARNING_CHARS),
   );

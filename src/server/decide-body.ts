@@ -3,7 +3,7 @@
  * admission decision. The decision workers run it for large reviews, the main thread for small ones
  * (see `INLINE_DECISION_MAX_BYTES` in ./webhook-server): one function, so both give the same answer.
  */
-import { decideAdmission, type AdmissionOutcome, type MutateFunction } from '../admission/decide';
+import { decideAdmission, type AdmissionDecision, type AdmissionOutcome, type MutateFunction } from '../admission/decide';
 import type { Config } from '../config/types';
 import { HttpError } from './http-error';
 import { parseJsonBody } from './json-body';
@@ -27,7 +27,24 @@ export function decideBody(body: Buffer, config: Config, core: MutateFunction | 
   }
   onParsed?.(review);
   const decision = core ? decideAdmission(review, config, core) : decideAdmission(review, config);
-  return { httpStatus: decision.httpStatus, text: JSON.stringify(decision.body), outcome: decision.outcome };
+  return { httpStatus: decision.httpStatus, text: answerText(decision.body), outcome: decision.outcome };
+}
+
+const EMPTY_PATCH_FIELD = '"patch":""';
+
+/**
+ * `JSON.stringify(body)`, with the base64 patch put in place rather than escaped: V8 escapes a string
+ * character by character (about 1.5 ns each here), and a patch is a few KiB of base64, which never
+ * needs escaping. The answer is stringified with an empty patch, and the patch goes between its
+ * quotes: the first `"patch":""` in the text is that field, as every string before it (the uid) is
+ * escaped and so holds no bare quote.
+ */
+export function answerText(body: AdmissionDecision['body']): string {
+  if (!('response' in body) || body.response.patch === undefined) return JSON.stringify(body);
+  const { patch } = body.response;
+  const text = JSON.stringify({ ...body, response: { ...body.response, patch: '' } });
+  const at = text.indexOf(EMPTY_PATCH_FIELD) + EMPTY_PATCH_FIELD.length - 1;
+  return text.slice(0, at) + patch + text.slice(at);
 }
 
 /** A test-only replacement of the core: a CommonJS module exporting `mutate`. */
