@@ -32,10 +32,14 @@ export const GOALS = {
   p99Ms: 5,
   mutateContourMicros: 50,
   mutateLargeMicros: 2000,
-  shutdownFirstRequestMs: 100,
-  shutdownPeakRssMB: 64,
+  /** Issue-level goals for the drain program (docs/envoy-shutdown.md): host architecture, not emulated. */
+  shutdownFirstRequestMs: 10,
+  shutdownPeakRssMiB: 8,
+  shutdownExecutableMB: 4,
 } as const;
 
+/** peakRssMB is measured in MB (10^6 bytes); the goal is in MiB. */
+const MIB_PER_MB = 1.048576;
 const us = (value: number) => `${value.toFixed(1)} µs`;
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 const rps = (value: number) => `${Math.round(value).toLocaleString('en-US')} req/s`;
@@ -127,11 +131,17 @@ export function goalRows({ tightLoop, growth, http, shutdown }: BenchFigures): R
       met: shutdown.firstAdminRequestMs.max <= GOALS.shutdownFirstRequestMs,
     },
     {
-      figure: 'envoy-shutdown peak RSS during a drain, median/max',
-      value: `${shutdown.peakRssMB.median.toFixed(1)}/${shutdown.peakRssMB.max.toFixed(1)} MB`,
-      goal: `≤ ${GOALS.shutdownPeakRssMB} MB`,
-      met: shutdown.peakRssMB.max <= GOALS.shutdownPeakRssMB,
+      figure: `envoy-shutdown peak RSS during a drain against ${shutdown.listeners.toLocaleString('en-US')} listeners' stats, median/max`,
+      value: `${(shutdown.peakRssMB.median / MIB_PER_MB).toFixed(2)}/${(shutdown.peakRssMB.max / MIB_PER_MB).toFixed(2)} MiB`,
+      goal: `≤ ${GOALS.shutdownPeakRssMiB} MiB`,
+      met: shutdown.peakRssMB.max / MIB_PER_MB <= GOALS.shutdownPeakRssMiB,
     },
+    ...shutdown.architectures.map((a) => ({
+      figure: `envoy-shutdown executable, linux/${a.arch} (static, nothing ships beside it)`,
+      value: `${(a.sizeBytes / 1e6).toFixed(2)} MB`,
+      goal: `≤ ${GOALS.shutdownExecutableMB} MB`,
+      met: a.sizeBytes / 1e6 <= GOALS.shutdownExecutableMB,
+    })),
     {
       figure: `envoy-shutdown reaction (count at threshold → exit), poll ${shutdown.pollIntervalMs} ms, median/max`,
       value: `${ms(shutdown.reactionMs.median)}/${ms(shutdown.reactionMs.max)}`,
