@@ -11,7 +11,7 @@
  * poll cycle in each run, so median and max cover the whole cycle.
  *
  *   npm run bench                        (with the other benchmarks)
- *   tsc -p tsconfig.bench.json && node node_modules/.cache/drainguard-bench/bench/shutdown.js [--quick]
+ *   tsc -p tsconfig.bench.json && node node_modules/.cache/drainguard-bench/bench/shutdown.js [--quick] [--host-only]
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdminStub, type StubRequest } from './lib/admin-stub';
-import { exited, sampleMemory, spawnTracked } from './lib/processes';
+import { exited, readCpuSeconds, sampleMemory, spawnTracked } from './lib/processes';
 import { buildIfChanged, drainSummary, shutdownExecutables, type ShutdownExecutable } from './lib/shutdown-executables';
 import { quantile, table } from './lib/stats';
 
@@ -40,6 +40,8 @@ export interface ArchFigures {
   /** Peak resident set size (VmHWM) in MB (10^6 bytes); under emulation the emulator's. */
   peakRssMB: Spread;
   reactionMs: Spread;
+  /** One stats poll of the whole answer, back to back (see `pollCost`). */
+  poll: PollCost;
 }
 
 /** The host architecture's figures at the top level (what bench/lib/goals.ts reads), all architectures below. */
@@ -53,6 +55,7 @@ export interface ShutdownReport {
   peakRssMB: Spread;
   pollIntervalMs: number;
   reactionMs: Spread;
+  poll: PollCost;
   /** Listeners in the stub's stats answer (each with per-worker gauges). */
   listeners: number;
   architectures: ArchFigures[];
@@ -61,6 +64,8 @@ export interface ShutdownReport {
 export const POLL_INTERVAL_MS = 1000;
 export const LISTENERS = 10_000;
 const GAUGES = /^\/stats\?format=json&type=Gauges/;
+/** How long `pollCost` lets the program poll back to back. */
+const POLL_COST_WINDOW_MS = 3000;
 
 function spread(values: number[]): Spread {
   return { runs: values.length, median: quantile(values, 0.5), max: Math.max(...values) };
@@ -127,11 +132,53 @@ async function drainOnce(executable: ShutdownExecutable, workDir: string, run: n
   }
 }
 
+/** What one poll of the stats answer costs the program: wall time request to request, and its CPU time. */
+export interface PollCost {
+  polls: number;
+  /** Mean time from one stats request to the next when the program polls back to back (1 ms interval). */
+  wallMs: number;
+  /** Mean CPU time (user + system) per poll; 10 ms clock-tick resolution over the whole window. */
+  cpuMs: number;
+}
+
+/**
+ * The program drains with a 1 ms poll interval while the stub keeps one connection open, so it reads the
+ * 30,000-gauge answer back to back for POLL_COST_WINDOW_MS: each request-to-request gap is one whole
+ * poll (connect, request, read and scan ~2 MB, close) plus at most the 1 ms interval.
+ */
+async function pollCost(executable: ShutdownExecutable, workDir: string): Promise<PollCost> {
+  const stub = await AdminStub.start({ socketPath: join(workDir, `admin-${executable.arch}-poll.sock`), listeners: LISTENERS });
+  stub.setActiveConnections(1);
+  let child: ChildProcess | undefined;
+  try {
+    const [command, args] = executable.command([
+      'drain', '--admin', stub.address, '--deadline', '120s', '--min-drain', '0s', '--min-connections', '0',
+      '--poll-interval', '1ms', '--request-timeout', executable.emulator ? '20s' : '1s',
+    ]);
+    child = spawnTracked(command, args, { env: { PATH: process.env.PATH, ENVOY_SHUTDOWN_LOG: 'stderr' }, stdio: 'ignore' });
+    const pid = child.pid as number;
+    const failed = await stub.request((r) => r.path === '/healthcheck/fail');
+    const first = await stub.request((r) => isGaugesPoll(r) && r.at > failed.at);
+    const cpuAtFirst = readCpuSeconds(pid) ?? NaN;
+    await sleep(POLL_COST_WINDOW_MS);
+    const cpuAtEnd = readCpuSeconds(pid) ?? NaN;
+    const polls = stub.requests.filter((r) => isGaugesPoll(r) && r.at >= first.at);
+    const last = polls[polls.length - 1] as StubRequest;
+    // The CPU window runs from the first poll's request to now, in which polls.length polls started.
+    return { polls: polls.length - 1, wallMs: (last.at - first.at) / (polls.length - 1), cpuMs: ((cpuAtEnd - cpuAtFirst) * 1000) / polls.length };
+  } finally {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await stub.stop();
+  }
+}
+
 async function benchExecutable(executable: ShutdownExecutable, workDir: string, progress: (line: string) => void, runs: number, installRuns: number): Promise<ArchFigures> {
   const label = `envoy-shutdown ${executable.arch}${executable.emulator ? ` (${executable.emulator})` : ''}`;
   progress(`${label}: install × ${installRuns}`);
   const installs: number[] = [];
   for (let run = 0; run < installRuns; run += 1) installs.push(await timeInstall(executable, workDir, run));
+  progress(`${label}: polls back to back for ${POLL_COST_WINDOW_MS} ms`);
+  const poll = await pollCost(executable, workDir);
   const drains: DrainRun[] = [];
   for (let run = 0; run < runs; run += 1) {
     progress(`${label}: drain ${run + 1}/${runs} (${LISTENERS} listeners)`);
@@ -145,11 +192,15 @@ async function benchExecutable(executable: ShutdownExecutable, workDir: string, 
     firstAdminRequestMs: spread(drains.map((d) => d.firstAdminRequestMs)),
     peakRssMB: spread(drains.map((d) => d.peakRssMB)),
     reactionMs: spread(drains.map((d) => d.reactionMs)),
+    poll,
   };
 }
 
-export async function benchShutdown(progress: (line: string) => void, runs = 7, installRuns = 10): Promise<ShutdownReport> {
-  const { all, host } = await shutdownExecutables();
+/** `onlyHost`: skip the emulated architectures (a quick look at the native figures). */
+export async function benchShutdown(progress: (line: string) => void, runs = 7, installRuns = 10, onlyHost = false): Promise<ShutdownReport> {
+  const executables = await shutdownExecutables();
+  const host = executables.host;
+  const all = onlyHost ? [host] : executables.all;
   buildIfChanged(all, (line) => progress(`envoy-shutdown: ${line}`));
   const workDir = mkdtempSync(join(tmpdir(), 'drainguard-bench-shutdown-'));
   try {
@@ -169,6 +220,7 @@ export async function benchShutdown(progress: (line: string) => void, runs = 7, 
       peakRssMB: hostFigures.peakRssMB,
       pollIntervalMs: POLL_INTERVAL_MS,
       reactionMs: hostFigures.reactionMs,
+      poll: hostFigures.poll,
       listeners: LISTENERS,
       architectures,
     };
@@ -181,7 +233,7 @@ export async function benchShutdown(progress: (line: string) => void, runs = 7, 
 export function shutdownTable(report: ShutdownReport): string {
   const ms = (s: Spread) => `${s.median.toFixed(1)} / ${s.max.toFixed(1)}`;
   return table([
-    ['arch', 'runs on this host', 'size', 'install ms (median / max)', 'start → first admin request ms', 'peak RSS MiB', `reaction ms (poll ${report.pollIntervalMs})`],
+    ['arch', 'runs on this host', 'size', 'install ms (median / max)', 'start → first admin request ms', 'peak RSS MiB', `reaction ms (poll ${report.pollIntervalMs})`, 'one poll ms (wall / CPU)'],
     ...report.architectures.map((a) => [
       a.arch,
       a.emulator ?? 'native',
@@ -190,13 +242,15 @@ export function shutdownTable(report: ShutdownReport): string {
       ms(a.firstAdminRequestMs),
       `${((a.peakRssMB.median * 1e6) / 2 ** 20).toFixed(2)} / ${((a.peakRssMB.max * 1e6) / 2 ** 20).toFixed(2)}`,
       ms(a.reactionMs),
+      `${a.poll.wallMs.toFixed(1)} / ${a.poll.cpuMs.toFixed(1)}`,
     ]),
   ]);
 }
 
 if (require.main === module) {
   const quick = process.argv.includes('--quick');
-  benchShutdown((line) => process.stderr.write(`${line}\n`), quick ? 2 : 7, quick ? 3 : 10).then(
+  const onlyHost = process.argv.includes('--host-only');
+  benchShutdown((line) => process.stderr.write(`${line}\n`), quick ? 2 : 7, quick ? 3 : 10, onlyHost).then(
     (report) => {
       process.stdout.write(`envoy-shutdown against a stub admin API with ${report.listeners} listeners\n${shutdownTable(report)}\n`);
       process.exit(0);
