@@ -180,6 +180,9 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
     let lastLogged: number | null | undefined;
     for (;;) {
       if (remaining() <= 0) throw new DeadlineReached();
+      // Polls run at a fixed rate: the next one starts an interval after this one started (at once if
+      // this one took longer), so the time a poll takes does not add to how late a drop is seen.
+      const pollStartedAt = clock.now();
       const reading = await readConnections();
       const { connections } = reading;
       connectionsAtEnd = connections;
@@ -193,7 +196,7 @@ export async function drainEnvoy(settings: DrainSettings, deps: DrainDeps): Prom
         reason = 'drained';
         break;
       }
-      let wakeAt = now + settings.pollIntervalMs;
+      let wakeAt = pollStartedAt + settings.pollIntervalMs;
       // Already drained but the minimum drain is not over: look again exactly when it is.
       if (belowThreshold) wakeAt = Math.min(wakeAt, minDrainEnd);
       await clock.sleep(Math.max(0, Math.min(wakeAt, deadline) - now));

@@ -14,7 +14,7 @@ class FakeClock implements Clock {
 }
 
 /** A scripted answer: status and body text (streamed into the call's reader), or a failure. */
-type Answer = AdminResponse<string> | 'refused' | 'hang' | 'unreadable';
+type Answer = (AdminResponse<string> & { takesMs?: number }) | 'refused' | 'hang' | 'unreadable';
 interface Call {
   method: string;
   path: string;
@@ -34,6 +34,7 @@ function fakeAdmin(clock: FakeClock, script: (method: string, path: string, t: n
         clock.t += timeoutMs;
         throw new AdminCallError('timeout', 'no answer');
       }
+      clock.t += answer.takesMs ?? 0;
       reader.push(Buffer.from(answer.body));
       return { status: answer.status, body: reader.finish() };
     },
@@ -190,6 +191,20 @@ describe('drainEnvoy', () => {
     const healthy = envoy('1.30.0', () => 0);
     const { posts } = await run((m, p, t) => (p.includes('skip_exit') ? { status: 400, body: 'skip_exit requires graceful\n' } : healthy(m, p, t)), { minDrainMs: 0 });
     expect(posts).toEqual(['/healthcheck/fail', '/drain_listeners?graceful&skip_exit', '/drain_listeners?graceful']);
+  });
+
+  test.each([
+    ['shorter than the interval: each poll starts one interval after the previous one started', 300, [1000, 1000, 1000]],
+    ['longer than the interval: the next poll starts as soon as the previous one ends', 1500, [1500, 1500, 1500]],
+  ])('polls at a fixed rate; a poll %s', async (_case, takesMs, gaps) => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { calls } = await run(
+      (m, p, t) => (p === LISTENER_GAUGES_PATH ? { ...gauges(t < 10_000 ? 1 : 0), takesMs } : healthy(m, p, t)),
+      { minDrainMs: 0, pollIntervalMs: 1000 },
+    );
+    // After the first reading and the drain calls, the polls of the drain loop.
+    const polls = calls.slice(4).map((c) => c.at);
+    expect(polls.slice(1, 4).map((at, i) => at - (polls[i] as number))).toEqual(gaps);
   });
 
   test('bouncing counts: only a count at or below the threshold after the minimum drain ends it', async () => {
