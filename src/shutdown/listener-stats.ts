@@ -10,7 +10,8 @@
  * admin call's timeout bounds that.
  */
 import type { BodyReader } from './http1';
-import { fromCodeUnits, utf8Decode, utf8Encode } from './platform/utf8';
+import { platform } from './platform/current';
+import { utf8Decode, utf8Encode } from './platform/utf8';
 
 /** The regex Envoy evaluates (RE2) for the gauges we need; percent-encoded into the query string. */
 export const LISTENER_GAUGE_FILTER = '^listener\\..*\\.downstream_cx_active$';
@@ -18,10 +19,13 @@ export const LISTENER_GAUGES_PATH = `/stats?format=json&type=Gauges&filter=${enc
 
 const PREFIX = 'listener.';
 const SUFFIX = '.downstream_cx_active';
-/** Per-handler copies of every listener gauge: `listener.<l>.worker_3.…`, `listener.<l>.main_thread.…`. */
-const PER_HANDLER = /\.(?:worker_\d+|main_thread)$/;
+/**
+ * Per-handler copies of every listener gauge: `listener.<l>.worker_3.…`, `listener.<l>.main_thread.…`.
+ * Matched from the listener segment's last dot (sticky): the handler part has no dot of its own.
+ */
+const HANDLER_SEGMENT = /(?:worker_\d+|main_thread)$/y;
 /** Envoy internal listeners (in-process, user-space connections), named `envoy_internal_…` in stats. */
-const INTERNAL = /^envoy_internal_/;
+const INTERNAL_PREFIX = 'envoy_internal_';
 
 export type ListenerRole = 'counted' | 'admin' | 'internal' | 'excluded';
 
@@ -46,14 +50,22 @@ export type GaugeScan = ({ ok: true } & ConnectionCount) | { ok: false; error: s
 export function listenerOfGauge(name: string): string | undefined {
   if (!name.startsWith(PREFIX) || !name.endsWith(SUFFIX)) return undefined;
   const listener = name.slice(PREFIX.length, name.length - SUFFIX.length);
-  if (listener === '' || PER_HANDLER.test(listener)) return undefined;
+  if (listener === '' || isPerHandler(listener)) return undefined;
   return listener;
+}
+
+/** `<l>.worker_<n>` or `<l>.main_thread`: a per-handler copy, never counted. */
+function isPerHandler(listener: string): boolean {
+  const dot = listener.lastIndexOf('.');
+  if (dot < 0) return false;
+  HANDLER_SEGMENT.lastIndex = dot + 1;
+  return HANDLER_SEGMENT.test(listener);
 }
 
 function roleOf(listener: string, excludes: readonly RegExp[]): ListenerRole {
   if (listener === 'admin') return 'admin';
-  if (INTERNAL.test(listener)) return 'internal';
-  if (excludes.some((pattern) => pattern.test(listener))) return 'excluded';
+  if (listener.startsWith(INTERNAL_PREFIX)) return 'internal';
+  if (excludes.length > 0 && excludes.some((pattern) => pattern.test(listener))) return 'excluded';
   return 'counted';
 }
 
@@ -69,19 +81,28 @@ const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /** The characters a number or literal is made of (digits, sign, point, exponent, letters). */
 const SCALAR = /[-+.0-9A-Za-z]*/y;
 const NOT_ASCII = /[^\x00-\x7f]/;
+/** A JSON integer as Envoy writes a gauge (at most 16 digits, so it stays exact as a double). */
+const INTEGER = '-?(?:0|[1-9][0-9]{0,15})';
+/** Printable ASCII except the quote and the backslash: a JSON string's characters with nothing to decode. */
+const PLAIN = '[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]';
 /**
  * Envoy's element, `{"name":"<printable ASCII, no escapes>","value":<integer>}`: exactly a JSON object
  * with those two members, so matching it gives what the general path would, in one native step. Any
  * other element (escapes, another order, more members, a split across chunks) takes the general path.
  */
-const ELEMENT = /\{"name":"([\x20\x21\x23-\x5b\x5d-\x7e]*)","value":(-?(?:0|[1-9][0-9]{0,15}))\}/y;
+const ELEMENT = new RegExp(`\\{"name":"(${PLAIN}*)","value":(${INTEGER})\\}`, 'y');
 /**
- * Following elements of that shape whose names end in `.worker_<n>.downstream_cx_active` or
- * `.main_thread.downstream_cx_active`: listenerOfGauge rejects every such name (per-handler copy, or not
- * a listener gauge at all), so skipping the run gives the same count. May match nothing.
+ * The common case in one native step: a listener's gauge `listener.<l>.downstream_cx_active` of
+ * ELEMENT's shape, followed by the per-handler copies Envoy sorts right after it,
+ * `listener.<l>.worker_<n>.downstream_cx_active` and `listener.<l>.main_thread.downstream_cx_active`.
+ * The copies repeat the listener segment (a backreference, so nothing is backtracked) and listenerOfGauge
+ * rejects every one of them, so skipping them gives the same count. Capture 1 is `<l>`, 2 the value.
  */
-const HANDLER_RUN =
-  /(?:,\{"name":"[\x20\x21\x23-\x5b\x5d-\x7e]*\.(?:worker_[0-9]+|main_thread)\.downstream_cx_active","value":-?(?:0|[1-9][0-9]{0,15})\})*/y;
+const LISTENER_GROUP = new RegExp(
+  `\\{"name":"listener\\.(${PLAIN}*)\\.downstream_cx_active","value":(${INTEGER})\\}` +
+    `(?:,\\{"name":"listener\\.\\1\\.(?:worker_[0-9]+|main_thread)\\.downstream_cx_active","value":${INTEGER}\\})*`,
+  'y',
+);
 
 const QUOTE = 0x22;
 
@@ -143,7 +164,7 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
       // One native conversion per chunk; from then on the scan uses the engine's string search
       // (indexOf, slice, sticky regexes) instead of a loop over bytes in JavaScript, which is what
       // keeps it fast on QuickJS's interpreter. Latin-1: one character per byte, nothing decoded yet.
-      this.scan(fromCodeUnits(bytes));
+      this.scan(platform.latin1(bytes));
       return true;
     } catch (error) {
       if (!(error instanceof MalformedStats)) throw error;
@@ -189,17 +210,22 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
           break;
         case 0x7b: // {
           if (this.stack.length === 2 && this.inStatsArray && (this.expect === 'value' || this.expect === 'value-or-close')) {
-            // The common element, whole in this chunk: matched natively in one step (see ELEMENT).
+            // A listener's gauge and its per-handler copies, or another common element, whole in
+            // this chunk: matched natively in one step (see LISTENER_GROUP and ELEMENT).
+            LISTENER_GROUP.lastIndex = i;
+            const group = LISTENER_GROUP.exec(text);
+            if (group) {
+              this.countListener(group[1] as string, Number(group[2]));
+              this.endValue();
+              i = LISTENER_GROUP.lastIndex;
+              continue;
+            }
             ELEMENT.lastIndex = i;
             const element = ELEMENT.exec(text);
             if (element) {
               this.countGauge(element[1] as string, Number(element[2]));
               this.endValue();
-              // The per-worker copies that follow it in Envoy's name order are never counted: skip
-              // the whole run of them in one native step.
-              HANDLER_RUN.lastIndex = ELEMENT.lastIndex;
-              HANDLER_RUN.exec(text);
-              i = HANDLER_RUN.lastIndex;
+              i = ELEMENT.lastIndex;
               continue;
             }
           }
@@ -417,8 +443,12 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   }
 
   private countGauge(name: string, value: number): void {
-    const listener = listenerOfGauge(name);
-    if (listener === undefined) return;
+    if (name.startsWith(PREFIX) && name.endsWith(SUFFIX)) this.countListener(name.slice(PREFIX.length, name.length - SUFFIX.length), value);
+  }
+
+  /** A gauge named `listener.<listener>.downstream_cx_active`. */
+  private countListener(listener: string, value: number): void {
+    if (listener === '' || isPerHandler(listener)) return;
     const role = roleOf(listener, this.excludes);
     if (role !== 'admin') this.visible++;
     if (role === 'counted') this.total += value;

@@ -105,6 +105,7 @@ export const nodePlatform: Platform = {
     return { disarm: () => timer.cancel() };
   },
   connect: nodeConnect,
+  latin1: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'),
   print: (stream, text) => {
     (stream === 'stdout' ? process.stdout : process.stderr).write(text);
   },

@@ -72,6 +72,11 @@ export interface Platform {
   /** Ends the process with status 0 after `ms`, even if JavaScript is stuck by then, unless disarmed. */
   armHardDeadline(ms: number): { disarm(): void };
   connect(address: SocketAddress, events: StreamEvents): Stream;
+  /**
+   * The characters of `bytes`, one per byte (Latin-1: U+0000–U+00FF), nothing decoded. The stats scanner
+   * reads each piece of an answer through this; natively on both platforms, as it is on every poll's path.
+   */
+  latin1(bytes: Uint8Array): string;
   /** A command's own output (status table, usage, errors); may wait for a slow reader. */
   print(stream: 'stdout' | 'stderr', text: string): void;
   /** Opens a log target for non-blocking writes; throws with `code` when it cannot be opened. */

@@ -15,6 +15,8 @@ export interface QuickJsHost {
   connectResult(fd: number): string | null;
   /** Up to 64 KiB; an empty buffer at end of file; null when a non-blocking fd has nothing yet. */
   read(fd: number): ArrayBuffer | null;
+  /** One character per byte (Latin-1), nothing decoded. */
+  latin1(bytes: Uint8Array): string;
   /** Bytes written (at most 4096), or -1 when the fd cannot take any now; never blocks. */
   tryWrite(fd: number, bytes: Uint8Array): number;
   writeAll(fd: number, bytes: Uint8Array): void;

@@ -181,6 +181,7 @@ export function quickJsPlatform(): Platform {
       return { disarm: () => host.disarmHardDeadline() };
     },
     connect: (address, events) => connectStream(host, address, events),
+    latin1: (bytes) => host.latin1(bytes),
     print: (stream, text) => host.writeAll(stream === 'stdout' ? 1 : 2, utf8Encode(text)),
     openLogTarget: (target) => openOutput(host, target),
     files: fileSystem(host),

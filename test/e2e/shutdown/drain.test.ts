@@ -120,6 +120,15 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     expect(down.stderr).toMatch(/cannot read Envoy status from unix:.*gone\.sock: GET \/server_info: ENOENT/);
   });
 
+  test('status: listener names beyond ASCII are read as UTF-8 and matched by --exclude-listener', async () => {
+    const sim = await simulator({ listeners: [{ statName: 'ingress_ünïcødé_8002' }, { statName: 'ingress_日本_80' }] });
+    await openClients(sim, 1);
+    const table = await h.run(['status', '--admin', sim.adminAddress, '--exclude-listener', 'ünïcødé']).finished;
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^ingress_ünïcødé_8002\s+\d+\s+no \(excluded\)$/m);
+    expect(table.stdout).toMatch(/^ingress_日本_80\s+\d+\s+yes$/m);
+  });
+
   describe('faults', () => {
     test.each([
       ['a missing unix socket', () => `unix:${join(h.workDir, 'gone.sock')}`],

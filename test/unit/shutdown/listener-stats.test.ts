@@ -108,6 +108,40 @@ describe('the streaming scanner', () => {
     );
   });
 
+  /** A listener's gauge followed by copies as Envoy sorts them, some of which are not per-handler copies at all. */
+  const listenerGroup = fc
+    .tuple(
+      listenerName,
+      fc.nat(9),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom('worker_0', 'worker_17', 'main_thread', 'worker_', 'worker_x', 'main_thread2', 'other', ''),
+          fc.boolean(), // true: the copy names another listener
+          fc.nat(9),
+        ),
+        { maxLength: 4 },
+      ),
+    )
+    .map(([listener, value, copies]) => [
+      { name: `listener.${listener}.downstream_cx_active`, value },
+      ...copies.map(([handler, other, copyValue]) => ({
+        name: `listener.${other ? `${listener}x` : listener}.${handler}.downstream_cx_active`,
+        value: copyValue,
+      })),
+    ]);
+
+  test("equals JSON.parse and a filter for Envoy's compact answers of listener groups, split anywhere", () => {
+    fc.assert(
+      fc.property(fc.array(listenerGroup, { maxLength: 8 }), fc.array(fc.nat(600), { maxLength: 8 }), (groups, cuts) => {
+        const text = JSON.stringify({ stats: groups.flat() });
+        const scan = scanInPieces(Buffer.from(text), cuts, [/_8002$/]);
+        expect(scan.ok).toBe(true);
+        if (scan.ok) expect(scan.total).toBe(reference(text, [/_8002$/]));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   test.each([
     ['truncated', '{"stats":[{"name":"listener.a.downstream_cx_active","value":3}'],
     ['trailing garbage', '{"stats":[]} x'],
