@@ -210,22 +210,10 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
           break;
         case 0x7b: // {
           if (this.stack.length === 2 && this.inStatsArray && (this.expect === 'value' || this.expect === 'value-or-close')) {
-            // A listener's gauge and its per-handler copies, or another common element, whole in
-            // this chunk: matched natively in one step (see LISTENER_GROUP and ELEMENT).
-            LISTENER_GROUP.lastIndex = i;
-            const group = LISTENER_GROUP.exec(text);
-            if (group) {
-              this.countListener(group[1] as string, Number(group[2]));
+            const end = this.commonElement(text, i);
+            if (end > i) {
               this.endValue();
-              i = LISTENER_GROUP.lastIndex;
-              continue;
-            }
-            ELEMENT.lastIndex = i;
-            const element = ELEMENT.exec(text);
-            if (element) {
-              this.countGauge(element[1] as string, Number(element[2]));
-              this.endValue();
-              i = ELEMENT.lastIndex;
+              i = end;
               continue;
             }
           }
@@ -284,6 +272,25 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
       }
       i++;
     }
+  }
+
+  /**
+   * A listener's gauge and its per-handler copies, or another element of Envoy's common shape, whole in
+   * this chunk from `start`: counted in one native step (see LISTENER_GROUP and ELEMENT). Returns where
+   * it ends, or `start` when the general path must read what is there.
+   */
+  private commonElement(text: string, start: number): number {
+    LISTENER_GROUP.lastIndex = start;
+    const group = LISTENER_GROUP.exec(text);
+    if (group) {
+      this.countListener(group[1] as string, Number(group[2]));
+      return LISTENER_GROUP.lastIndex;
+    }
+    ELEMENT.lastIndex = start;
+    const element = ELEMENT.exec(text);
+    if (!element) return start;
+    this.countGauge(element[1] as string, Number(element[2]));
+    return ELEMENT.lastIndex;
   }
 
   /** Reads the bytes of a number or literal from `start` (it may continue in the next chunk). */
