@@ -105,6 +105,8 @@ const LISTENER_GROUP = new RegExp(
 );
 
 const QUOTE = 0x22;
+/** Where a string's plain run ends: its closing quote or an escape. */
+const STRING_STOP = /["\\]/g;
 
 class MalformedStats extends Error {}
 
@@ -133,8 +135,6 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   private captureLimit = 0;
   private captureOverflow = false;
   private scalar = '';
-  /** Position of the next backslash in the current chunk at or after the scan position (chunk-local cache). */
-  private nextBackslash = -1;
 
   // Where in Envoy's shape we are.
   private topKey = '';
@@ -189,7 +189,6 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   }
 
   private scan(text: string): void {
-    this.nextBackslash = -1;
     const n = text.length;
     let i = 0;
     while (i < n) {
@@ -347,29 +346,27 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
       i++; // the escaped byte (the \uXXXX digits that may follow contain no quote or backslash)
     }
     for (;;) {
-      const quote = i < n ? text.indexOf('"', i) : -1;
-      if (this.nextBackslash < i) {
-        const found = i < n ? text.indexOf('\\', i) : -1;
-        this.nextBackslash = found < 0 ? n : found;
-      }
-      const stop = quote < 0 ? n : quote;
-      if (this.nextBackslash < stop) {
-        // Skip the escape; a quote it escaped is searched past.
-        i = this.nextBackslash + 2;
-        if (i > n) {
-          this.capture(text, start, n);
-          this.escapePending = true;
-          return n;
-        }
-        continue;
-      }
-      if (quote < 0) {
+      // The next quote or backslash, searched from i only: each byte is looked at once, however many
+      // escapes there are (QuickJS's indexOf compares at every position, so a search for a character
+      // that is absent would cost the whole rest of the chunk every time).
+      STRING_STOP.lastIndex = i;
+      const stop = i < n ? STRING_STOP.exec(text) : null;
+      if (stop === null) {
         this.capture(text, start, n);
         return n;
       }
-      this.capture(text, start, quote);
-      this.endString();
-      return quote + 1;
+      if (text.charCodeAt(stop.index) === QUOTE) {
+        this.capture(text, start, stop.index);
+        this.endString();
+        return stop.index + 1;
+      }
+      // Skip the escape; a quote it escaped is searched past.
+      i = stop.index + 2;
+      if (i > n) {
+        this.capture(text, start, n);
+        this.escapePending = true;
+        return n;
+      }
     }
   }
 
