@@ -7,23 +7,27 @@
 import { parse as parseYaml } from 'yaml';
 import type { Container } from '../k8s';
 
-/** An argv split into flag and value tokens. */
-export function argvTokens(argv: readonly string[]): string[] {
-  const tokens: string[] = [];
+/** `--flag value` (or `-f value`) in one element: TCLAP splits it at the first whitespace. */
+const SPACED_FLAG = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/;
+const EQUALS_FLAG = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/;
+
+/** Appends the flag and value tokens of `argv` to `tokens`. */
+function pushTokens(tokens: string[], argv: readonly string[]): void {
   for (const element of argv) {
     if (typeof element !== 'string') continue;
-    const spaced = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/.exec(element);
-    const equals = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/.exec(element);
-    if (spaced) tokens.push(spaced[1] as string, spaced[2] as string);
-    else if (equals) tokens.push(equals[1] as string, equals[2] as string);
+    // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
+    const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
+    if (split) tokens.push(split[1] as string, split[2] as string);
     else tokens.push(element);
   }
-  return tokens;
 }
 
 /** A container's command + args split into flag and value tokens. */
 export function envoyTokens(container: Container): string[] {
-  return argvTokens([...(container.command ?? []), ...(container.args ?? [])]);
+  const tokens: string[] = [];
+  pushTokens(tokens, container.command ?? []);
+  pushTokens(tokens, container.args ?? []);
+  return tokens;
 }
 
 /** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`). */
