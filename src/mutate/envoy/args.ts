@@ -11,36 +11,49 @@ import type { Container } from '../k8s';
 const SPACED_FLAG = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/;
 const EQUALS_FLAG = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/;
 
-/** Appends the flag and value tokens of `argv` to `tokens`. */
-function pushTokens(tokens: string[], argv: readonly string[]): void {
-  for (const element of argv) {
-    if (typeof element !== 'string') continue;
-    // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
-    const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
-    if (split) tokens.push(split[1] as string, split[2] as string);
-    else tokens.push(element);
+/**
+ * Calls `visit` with each flag and value token of the container's command + args, in order, until it
+ * returns true: a reader that finds its flag early stops there.
+ */
+function visitTokens(container: Container, visit: (token: string) => boolean): void {
+  for (const list of [container.command ?? [], container.args ?? []]) {
+    for (const element of list) {
+      if (typeof element !== 'string') continue;
+      // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
+      const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
+      if (split ? visit(split[1] as string) || visit(split[2] as string) : visit(element)) return;
+    }
   }
 }
 
 /** A container's command + args split into flag and value tokens. */
 export function envoyTokens(container: Container): string[] {
   const tokens: string[] = [];
-  pushTokens(tokens, container.command ?? []);
-  pushTokens(tokens, container.args ?? []);
+  visitTokens(container, (token) => {
+    tokens.push(token);
+    return false;
+  });
   return tokens;
 }
 
-/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`). */
-export function flagValue(tokens: readonly string[], names: readonly string[]): string | undefined {
-  for (let i = 0; i < tokens.length - 1; i += 1) {
-    if (names.includes(tokens[i] as string)) return tokens[i + 1];
-  }
-  return undefined;
+/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`): the token after it. */
+export function flagValue(container: Container, names: readonly string[]): string | undefined {
+  let value: string | undefined;
+  let valueIsNext = false;
+  visitTokens(container, (token) => {
+    if (valueIsNext) {
+      value = token;
+      return true;
+    }
+    valueIsNext = names.includes(token);
+    return false;
+  });
+  return value;
 }
 
 /** Envoy's bootstrap file (`-c` / `--config-path`), when it is an absolute path. */
 export function configPath(container: Container): string | undefined {
-  const path = flagValue(envoyTokens(container), ['-c', '--config-path']);
+  const path = flagValue(container, ['-c', '--config-path']);
   return path !== undefined && path.startsWith('/') ? path : undefined;
 }
 
@@ -67,7 +80,7 @@ interface AdminSection {
 }
 
 export function bootstrapAdmin(container: Container): BootstrapAdmin | undefined {
-  const yamlText = flagValue(envoyTokens(container), ['--config-yaml']);
+  const yamlText = flagValue(container, ['--config-yaml']);
   if (yamlText === undefined) return undefined;
   let bootstrap: unknown;
   try {
