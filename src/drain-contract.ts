@@ -366,6 +366,8 @@ function isRequired(spec: DrainFlagSpec): boolean {
   return spec.default === undefined && !spec.repeatable && spec.kind !== 'boolean';
 }
 
+const NO_VALUES: readonly unknown[] = [];
+
 /**
  * The arguments that give `drain` these settings, in table order. A setting left out is left to the
  * program's default; a false boolean is not written.
@@ -383,7 +385,7 @@ export function formatDrainArguments(settings: Partial<DrainArguments>): string[
   try {
     for (const [name, spec] of DRAIN_FLAG_ENTRIES) {
       const value = settings[spec.setting];
-      const values: readonly unknown[] = value === undefined || value === false ? [] : Array.isArray(value) ? value : [value];
+      const values: readonly unknown[] = value === undefined || value === false ? NO_VALUES : Array.isArray(value) ? value : [value];
       if (values.length === 0 && isRequired(spec)) throw new UsageError(`--${name} is required`);
       if (values.length > 1 && !spec.repeatable) throw new UsageError(`--${name} given more than once`);
       for (const one of values) {

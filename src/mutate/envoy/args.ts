@@ -38,6 +38,11 @@ export function envoyTokens(container: Container): string[] {
 
 /** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`): the token after it. */
 export function flagValue(container: Container, names: readonly string[]): string | undefined {
+  // A token is an element or a part of one, so a name that no element contains is not there: most
+  // command lines lack `--config-yaml`, and are answered without splitting any element.
+  const named = (list: readonly string[] | undefined): boolean =>
+    (list ?? []).some((element) => typeof element === 'string' && names.some((name) => element.includes(name)));
+  if (!named(container.command) && !named(container.args)) return undefined;
   let value: string | undefined;
   let valueIsNext = false;
   visitTokens(container, (token) => {
