@@ -44,10 +44,11 @@ export const DURATION_FORM = `a whole number of seconds or milliseconds such as 
 
 /** A duration in milliseconds; undefined when it is not written as above or exceeds MAX_DEADLINE_SECONDS. */
 export function parseDuration(text: string): number | undefined {
-  const match = DURATION.exec(text);
-  if (!match) return undefined;
-  const amount = Number(match[1]);
-  const ms = match[2] === 's' ? amount * 1000 : amount;
+  // A test and a slice rather than exec: no match array for a value read on every admission.
+  if (!DURATION.test(text)) return undefined;
+  const seconds = !text.endsWith('ms');
+  const amount = Number(text.slice(0, text.length - (seconds ? 1 : 2)));
+  const ms = seconds ? amount * 1000 : amount;
   return ms <= MAX_DURATION_MS ? ms : undefined;
 }
 
@@ -76,7 +77,13 @@ export const ADMIN_ADDRESS_FORM =
 
 /** sun_path holds 108 bytes including the terminating NUL. */
 export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
-const PATH_SEGMENT = /^[A-Za-z0-9._-]+$/;
+/**
+ * One or more `/segment`s, each of letters, digits, ".", "_" or "-": no empty segment, no trailing
+ * slash. The slash is outside the class, so the match is linear.
+ */
+const SEGMENTED_PATH = /^(\/[A-Za-z0-9._-]+)+$/;
+/** A "." or ".." segment. */
+const DOT_SEGMENT = /\/\.\.?(\/|$)/;
 /** A decimal octet as an IP literal is written: no sign, no leading zero (`010` is octal to some parsers). */
 const OCTET = /^(0|[1-9][0-9]{0,2})$/;
 const PORT = /^[1-9][0-9]{0,4}$/;
@@ -85,10 +92,8 @@ function unixProblem(path: string): string | undefined {
   if (!path.startsWith('/')) return 'a unix socket needs an absolute path, e.g. unix:/admin/admin.sock';
   // Checked before the segments, so an enormous value costs no more than this comparison.
   if (path.length > MAX_UNIX_SOCKET_PATH_BYTES) return `the socket path is longer than ${MAX_UNIX_SOCKET_PATH_BYTES} bytes`;
-  for (const segment of path.slice(1).split('/')) {
-    if (!PATH_SEGMENT.test(segment) || segment === '.' || segment === '..') {
-      return 'each path segment must be letters, digits, ".", "_" or "-", and not "." or ".."';
-    }
+  if (!SEGMENTED_PATH.test(path) || DOT_SEGMENT.test(path)) {
+    return 'each path segment must be letters, digits, ".", "_" or "-", and not "." or ".."';
   }
   return undefined;
 }
@@ -155,6 +160,11 @@ function shown(text: string): string {
   return JSON.stringify(text.length > 64 ? `${text.slice(0, 61)}...` : text);
 }
 
+/** A count as written: no sign, no leading zero, at most 7 digits (the range is checked after). */
+const COUNT = /^(0|[1-9][0-9]{0,6})$/;
+/** `--name` or `--name=value`; the value may hold anything, newlines included. */
+const FLAG_ARGUMENT = /^--([a-z][a-z-]*)(?:=(.*))?$/s;
+
 function parseValue(name: string, spec: FlagSpec, text: string): FlagValue {
   switch (spec.kind) {
     case 'duration': {
@@ -164,7 +174,7 @@ function parseValue(name: string, spec: FlagSpec, text: string): FlagValue {
       return ms;
     }
     case 'count': {
-      const count = /^(0|[1-9][0-9]{0,6})$/.test(text) ? Number(text) : Infinity;
+      const count = COUNT.test(text) ? Number(text) : Infinity;
       if (count > MAX_MIN_CONNECTIONS) throw new UsageError(`--${name} ${shown(text)}: expected a whole number from 0 to ${MAX_MIN_CONNECTIONS}`);
       return count;
     }
@@ -196,7 +206,7 @@ export function parseFlags(args: readonly string[], specs: Readonly<Record<strin
   const parsed: ParsedFlags = new Map();
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    const match = /^--([a-z][a-z-]*)(?:=(.*))?$/s.exec(arg);
+    const match = FLAG_ARGUMENT.exec(arg);
     if (!match) throw new UsageError(`unexpected argument ${shown(arg)}`);
     const name = match[1] as string;
     // Not Object.hasOwn: the drain program's runtime (QuickJS 2021-03-27) predates ES2022.
@@ -349,24 +359,43 @@ function formatValue(kind: FlagKind, value: unknown): string {
 }
 
 /**
+ * Whether `drain` refuses a command line without this flag: one that has no default, holds one value,
+ * and is not a switch. `drainArguments` reaches the same verdict after the parser filled in defaults.
+ */
+function isRequired(spec: DrainFlagSpec): boolean {
+  return spec.default === undefined && !spec.repeatable && spec.kind !== 'boolean';
+}
+
+const NO_VALUES: readonly unknown[] = [];
+
+/**
  * The arguments that give `drain` these settings, in table order. A setting left out is left to the
  * program's default; a false boolean is not written.
  *
  * Throws when the result is not something the program accepts: a hook the program refuses would
- * fail at shutdown, with no drain at all, so such a value is a drainguard bug to stop here.
+ * fail at shutdown, with no drain at all, so such a value is a drainguard bug to stop here. Each
+ * value written is checked with the parser's own `parseValue`, and the table's structural rules
+ * (required, single-valued) with the parser's messages; the other refusals of `parseFlags` (an
+ * unknown flag, a missing value, a stray argument) cannot arise from a command line written from the
+ * table. This costs a fraction of parsing the whole command line back, and the contract tests
+ * check that every command line written is read back as the settings it was written from.
  */
 export function formatDrainArguments(settings: Partial<DrainArguments>): string[] {
   const args: string[] = [];
-  for (const [name, spec] of DRAIN_FLAG_ENTRIES) {
-    const value = settings[spec.setting];
-    if (value === undefined || value === false) continue;
-    for (const one of Array.isArray(value) ? value : [value]) {
-      args.push(`--${name}`);
-      if (spec.kind !== 'boolean') args.push(formatValue(spec.kind, one));
-    }
-  }
   try {
-    parseDrainArguments(args);
+    for (const [name, spec] of DRAIN_FLAG_ENTRIES) {
+      const value = settings[spec.setting];
+      const values: readonly unknown[] = value === undefined || value === false ? NO_VALUES : Array.isArray(value) ? value : [value];
+      if (values.length === 0 && isRequired(spec)) throw new UsageError(`--${name} is required`);
+      if (values.length > 1 && !spec.repeatable) throw new UsageError(`--${name} given more than once`);
+      for (const one of values) {
+        args.push(`--${name}`);
+        if (spec.kind === 'boolean') continue;
+        const text = formatValue(spec.kind, one);
+        parseValue(name, spec, text);
+        args.push(text);
+      }
+    }
   } catch (error) {
     throw new Error(`drainguard bug: ${PROGRAM_NAME} ${DRAIN_SUBCOMMAND} would refuse the arguments it was given: ${(error as Error).message}`);
   }

@@ -24,7 +24,7 @@ import { bootstrapAdmin, loopbackAddressFor } from './args';
 import type { SidecarRef } from './detect';
 import { drainguardHookAdmin } from './hooks';
 import { normalizeMountPath } from './install-target';
-import { contourBootstrapCommands, describeCommand, flagOf, shutdownCommands, type UpstreamCommand } from './upstream-commands';
+import { contourBootstrapCommands, describeCommand, flagOf, type UpstreamCommand } from './upstream-commands';
 
 /** Where the drain program's admin address came from, highest precedence first. */
 export type AdminAddressSource =
@@ -124,10 +124,15 @@ function isContourPod(sidecars: readonly SidecarRef[], shutdowns: readonly Upstr
   return sidecars.some((s) => s.flavor === 'contour') || shutdowns.some((c) => c.program === 'contour') || bootstraps.length > 0;
 }
 
+/**
+ * The admin address for `envoy`. `shutdowns` are `shutdownCommands(envoy, sidecars)`, which the plan
+ * has already read for the drain settings.
+ */
 export function resolveAdminAddress(
   pod: Pod,
   envoy: Container,
   sidecars: readonly SidecarRef[],
+  shutdowns: readonly UpstreamCommand[],
   annotationValue: string | undefined,
 ): { admin: ResolvedAdmin; warnings: string[] } {
   const warnings: string[] = [];
@@ -136,7 +141,6 @@ export function resolveAdminAddress(
     warnings.push(`Envoy's --config-yaml admin address (${fromArgs.description}) is not reachable from inside the pod; ignored`);
   }
   const socketVolume = hasAdminSocketVolume(pod, envoy);
-  const shutdowns = shutdownCommands(envoy, sidecars);
   const bootstraps = contourBootstrapCommands(pod);
   const sidecarFlags = flagCandidates(shutdowns, socketVolume, { address: 'sidecar-admin-address', port: 'sidecar-admin-port' }, warnings);
   const bootstrapFlags = flagCandidates(bootstraps, socketVolume, { address: 'bootstrap-flag', port: 'bootstrap-flag' }, warnings);

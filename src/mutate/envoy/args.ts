@@ -7,36 +7,58 @@
 import { parse as parseYaml } from 'yaml';
 import type { Container } from '../k8s';
 
-/** An argv split into flag and value tokens. */
-export function argvTokens(argv: readonly string[]): string[] {
-  const tokens: string[] = [];
-  for (const element of argv) {
-    if (typeof element !== 'string') continue;
-    const spaced = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/.exec(element);
-    const equals = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/.exec(element);
-    if (spaced) tokens.push(spaced[1] as string, spaced[2] as string);
-    else if (equals) tokens.push(equals[1] as string, equals[2] as string);
-    else tokens.push(element);
+/** `--flag value` (or `-f value`) in one element: TCLAP splits it at the first whitespace. */
+const SPACED_FLAG = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/;
+const EQUALS_FLAG = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/;
+
+/**
+ * Calls `visit` with each flag and value token of the container's command + args, in order, until it
+ * returns true: a reader that finds its flag early stops there.
+ */
+function visitTokens(container: Container, visit: (token: string) => boolean): void {
+  for (const list of [container.command ?? [], container.args ?? []]) {
+    for (const element of list) {
+      if (typeof element !== 'string') continue;
+      // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
+      const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
+      if (split ? visit(split[1] as string) || visit(split[2] as string) : visit(element)) return;
+    }
   }
-  return tokens;
 }
 
 /** A container's command + args split into flag and value tokens. */
 export function envoyTokens(container: Container): string[] {
-  return argvTokens([...(container.command ?? []), ...(container.args ?? [])]);
+  const tokens: string[] = [];
+  visitTokens(container, (token) => {
+    tokens.push(token);
+    return false;
+  });
+  return tokens;
 }
 
-/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`). */
-export function flagValue(tokens: readonly string[], names: readonly string[]): string | undefined {
-  for (let i = 0; i < tokens.length - 1; i += 1) {
-    if (names.includes(tokens[i] as string)) return tokens[i + 1];
-  }
-  return undefined;
+/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`): the token after it. */
+export function flagValue(container: Container, names: readonly string[]): string | undefined {
+  // A token is an element or a part of one, so a name that no element contains is not there: most
+  // command lines lack `--config-yaml`, and are answered without splitting any element.
+  const named = (list: readonly string[] | undefined): boolean =>
+    (list ?? []).some((element) => typeof element === 'string' && names.some((name) => element.includes(name)));
+  if (!named(container.command) && !named(container.args)) return undefined;
+  let value: string | undefined;
+  let valueIsNext = false;
+  visitTokens(container, (token) => {
+    if (valueIsNext) {
+      value = token;
+      return true;
+    }
+    valueIsNext = names.includes(token);
+    return false;
+  });
+  return value;
 }
 
 /** Envoy's bootstrap file (`-c` / `--config-path`), when it is an absolute path. */
 export function configPath(container: Container): string | undefined {
-  const path = flagValue(envoyTokens(container), ['-c', '--config-path']);
+  const path = flagValue(container, ['-c', '--config-path']);
   return path !== undefined && path.startsWith('/') ? path : undefined;
 }
 
@@ -63,7 +85,7 @@ interface AdminSection {
 }
 
 export function bootstrapAdmin(container: Container): BootstrapAdmin | undefined {
-  const yamlText = flagValue(envoyTokens(container), ['--config-yaml']);
+  const yamlText = flagValue(container, ['--config-yaml']);
   if (yamlText === undefined) return undefined;
   let bootstrap: unknown;
   try {

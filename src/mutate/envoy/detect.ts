@@ -64,8 +64,29 @@ export function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
+const WHITESPACE = /\s/;
+const WHITESPACE_RUN = /\s+/;
+
+/**
+ * The words of the container's command line: its elements, each split at whitespace (one element may
+ * hold several words). Most elements hold one, and are taken without a split.
+ */
+function commandWords(container: Container): string[] {
+  const words: string[] = [];
+  for (const list of [container.command ?? [], container.args ?? []]) {
+    for (const element of list) {
+      if (!WHITESPACE.test(element)) {
+        if (element !== '') words.push(element);
+        continue;
+      }
+      for (const word of element.split(WHITESPACE_RUN)) if (word !== '') words.push(word);
+    }
+  }
+  return words;
+}
+
 function sidecarFlavor(container: Container): SidecarFlavor {
-  const words = commandLine(container).split(/\s+/).filter(Boolean);
+  const words = commandWords(container);
   for (let i = 0; i + 2 < words.length; i += 1) {
     if (words[i + 1] === 'envoy' && words[i + 2] === 'shutdown-manager') {
       const program = basename(words[i] as string);

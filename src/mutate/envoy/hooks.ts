@@ -25,16 +25,19 @@ export type PreStopKind =
 /** Ports the shutdown-manager serves its blocking endpoints on: Contour 8090, Envoy Gateway 19002, or declared. */
 const KNOWN_SHUTDOWN_PORTS = [8090, 19002];
 
-function sidecarPorts(sidecars: readonly SidecarRef[]): Set<number> {
-  const ports = new Set(KNOWN_SHUTDOWN_PORTS);
-  for (const sidecar of sidecars) {
-    for (const port of sidecar.container.ports ?? []) ports.add(port.containerPort);
-    for (const arg of [...(sidecar.container.command ?? []), ...(sidecar.container.args ?? [])]) {
-      const serve = /^--serve-port[= ](\d+)$/.exec(arg);
-      if (serve) ports.add(Number(serve[1]));
+const SERVE_PORT = /^--serve-port[= ](\d+)$/;
+
+/** Whether the shutdown-manager serves on `port`: a known port, one it declares, or its --serve-port. */
+function isSidecarPort(port: number, sidecars: readonly SidecarRef[]): boolean {
+  if (KNOWN_SHUTDOWN_PORTS.includes(port)) return true;
+  for (const { container } of sidecars) {
+    if ((container.ports ?? []).some((declared) => declared.containerPort === port)) return true;
+    for (const arg of [...(container.command ?? []), ...(container.args ?? [])]) {
+      const serve = SERVE_PORT.exec(arg);
+      if (serve && Number(serve[1]) === port) return true;
     }
   }
-  return ports;
+  return false;
 }
 
 function resolveSidecarPort(port: string | number, sidecars: readonly SidecarRef[]): number | undefined {
@@ -81,7 +84,7 @@ export function classifyPreStop(handler: LifecycleHandler | undefined, sidecars:
   const httpGet = handler.httpGet;
   if (httpGet !== undefined && (httpGet.path === '/shutdown' || httpGet.path === '/shutdown/ready')) {
     const port = resolveSidecarPort(httpGet.port, sidecars);
-    if (port !== undefined && sidecarPorts(sidecars).has(port)) return 'shutdown-manager';
+    if (port !== undefined && isSidecarPort(port, sidecars)) return 'shutdown-manager';
   }
   return 'user';
 }

@@ -36,7 +36,7 @@ function bootstrapMount(envoy: Container): InstallMount | undefined {
   let best: InstallMount | undefined;
   for (const mount of envoy.volumeMounts ?? []) {
     const mountPath = normalizeMountPath(mount.mountPath);
-    const contains = mountPath === '/' ? file.length > 1 : file.startsWith(`${mountPath}/`);
+    const contains = mountPath === '/' ? file.length > 1 : file.startsWith(mountPath) && file[mountPath.length] === '/';
     if (contains && (best === undefined || mountPath.length > best.mountPath.length)) {
       best = { volumeName: mount.name, mountPath, subPath: mount.subPath, subPathExpr: mount.subPathExpr };
     }
@@ -65,8 +65,8 @@ function canHoldProgram(volume: Volume | undefined): boolean {
 
 export function findInstallTarget(pod: Pod, envoy: Container, config: Config): InstallTarget {
   const { installer } = config;
-  const clash = [...pod.spec.containers, ...(pod.spec.ephemeralContainers ?? [])].find((c) => c.name === installer.containerName);
-  if (clash !== undefined) {
+  const named = (c: Container): boolean => c.name === installer.containerName;
+  if (pod.spec.containers.some(named) || (pod.spec.ephemeralContainers ?? []).some(named)) {
     return { kind: 'impossible', reason: `a container named ${installer.containerName} already exists and is not an init container` };
   }
 

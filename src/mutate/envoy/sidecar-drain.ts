@@ -137,7 +137,6 @@ export function readSidecarDrainSettings(commands: readonly UpstreamCommand[], d
   for (const command of commands) {
     if (command.subcommand === 'bootstrap' || !dropped(command)) continue;
     const meanings = FLAG_MEANINGS[command.program][command.subcommand];
-    const where = describeCommand(command);
     for (const flag of command.flags) {
       const meaning: FlagMeaning = Object.hasOwn(meanings, flag.name) ? (meanings[flag.name] as FlagMeaning) : { ignored: 'not a flag drainguard knows' };
       if ('admin' in meaning) continue;
@@ -145,7 +144,7 @@ export function readSidecarDrainSettings(commands: readonly UpstreamCommand[], d
         noteIgnored(ignored, command.containerName, flag, meaning.ignored);
         continue;
       }
-      carry(values, warnings, meaning, flag, where);
+      carry(values, warnings, meaning, flag, describeCommand(command));
     }
   }
   // One warning per flag: a list in one warning would lose its end to the API server's 256-character cut.

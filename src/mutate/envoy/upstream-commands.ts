@@ -54,7 +54,8 @@ function findSubcommand(argv: readonly string[]): { program: UpstreamProgram; su
   return undefined;
 }
 
-const FLAG = /^--([A-Za-z0-9][A-Za-z0-9-]*)(=([\s\S]*))?$/;
+/** A flag's name after the dashes and before any `=`. */
+const FLAG_NAME = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
 const SHOWN_LENGTH = 64;
 
 /** A flag as written, cut short: it is quoted into warnings, which the API server truncates. */
@@ -66,11 +67,14 @@ function shown(text: string): string {
 function parseFlags(argv: readonly string[], from: number): UpstreamFlag[] {
   const flags: UpstreamFlag[] = [];
   for (let i = from; i < argv.length; i += 1) {
-    const match = FLAG.exec(argv[i] as string);
-    if (match === null) continue;
-    const name = match[1] as string;
-    if (match[2] !== undefined) {
-      flags.push({ name, value: match[3] as string, text: shown(argv[i] as string) });
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) continue;
+    // `--name=value` splits at the first `=` (a name holds none); `--name` alone takes the next argument.
+    const equals = arg.indexOf('=');
+    const name = equals === -1 ? arg.slice(2) : arg.slice(2, equals);
+    if (!FLAG_NAME.test(name)) continue;
+    if (equals !== -1) {
+      flags.push({ name, value: arg.slice(equals + 1), text: shown(arg) });
       continue;
     }
     const next = argv[i + 1];
@@ -84,16 +88,17 @@ function parseFlags(argv: readonly string[], from: number): UpstreamFlag[] {
   return flags;
 }
 
-function readCommand(argv: readonly unknown[] | undefined, containerName: string, place: UpstreamCommand['place']): UpstreamCommand | undefined {
-  if (argv === undefined) return undefined;
-  const words = argv.filter((word): word is string => typeof word === 'string');
-  const found = findSubcommand(words);
+function readCommand(argv: readonly string[], containerName: string, place: UpstreamCommand['place']): UpstreamCommand | undefined {
+  const found = findSubcommand(argv);
   if (found === undefined) return undefined;
-  return { program: found.program, subcommand: found.subcommand, containerName, place, flags: parseFlags(words, found.end) };
+  return { program: found.program, subcommand: found.subcommand, containerName, place, flags: parseFlags(argv, found.end) };
 }
 
-function commandLine(container: Container): string[] {
-  return [...(container.command ?? []), ...(container.args ?? [])];
+/** The string elements of the lists, in order: a hand-written pod may hold anything. */
+function stringsOf(...lists: (readonly unknown[] | undefined)[]): string[] {
+  const found: string[] = [];
+  for (const list of lists) for (const word of list ?? []) if (typeof word === 'string') found.push(word);
+  return found;
 }
 
 /**
@@ -104,13 +109,13 @@ export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef
   const found: UpstreamCommand[] = [];
   for (const { container } of sidecars) {
     for (const command of [
-      readCommand(container.lifecycle?.preStop?.exec?.command, container.name, 'preStop'),
-      readCommand(commandLine(container), container.name, 'command'),
+      readCommand(stringsOf(container.lifecycle?.preStop?.exec?.command), container.name, 'preStop'),
+      readCommand(stringsOf(container.command, container.args), container.name, 'command'),
     ]) {
       if (command !== undefined && command.subcommand !== 'bootstrap') found.push(command);
     }
   }
-  const own = readCommand(envoy.lifecycle?.preStop?.exec?.command, envoy.name, 'preStop');
+  const own = readCommand(stringsOf(envoy.lifecycle?.preStop?.exec?.command), envoy.name, 'preStop');
   if (own !== undefined && own.subcommand === 'shutdown') found.push(own);
   return found;
 }
@@ -120,7 +125,7 @@ export function contourBootstrapCommands(pod: Pod): UpstreamCommand[] {
   const found: UpstreamCommand[] = [];
   for (const container of pod.spec.initContainers ?? []) {
     if (container.restartPolicy === 'Always') continue;
-    const command = readCommand(commandLine(container), container.name, 'command');
+    const command = readCommand(stringsOf(container.command, container.args), container.name, 'command');
     if (command !== undefined && command.subcommand === 'bootstrap') found.push(command);
   }
   return found;

@@ -118,7 +118,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
   const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
   for (const warning of timing.warnings) warnings.push(warning);
-  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, overrides.adminAddress);
+  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, commands, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
   if (installs) {
     for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);

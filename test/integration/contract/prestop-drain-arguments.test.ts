@@ -139,6 +139,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
     ['a negative count', { admin: address('unix:/a'), minConnections: -1 }],
     ['a count above the maximum', { admin: address('unix:/a'), minConnections: MAX_MIN_CONNECTIONS + 1 }],
     ['an invalid pattern', { admin: address('unix:/a'), excludeListeners: ['('] }],
+    ['two values for a single-valued flag', { admin: address('unix:/a'), deadlineMs: [1000, 2000] as unknown as number }],
   ])('the formatter refuses to write what the parser would refuse: %s', (_label, given) => {
     expect(() => formatDrainArguments(given)).toThrow(/drainguard bug: envoy-shutdown drain would refuse/);
   });

@@ -6,6 +6,7 @@ import { readdirSync } from 'node:fs';
 import fc from 'fast-check';
 import { defaultConfig } from '../../../src/config';
 import { mutate, podShapeProblems, type Pod } from '../../../src/mutate';
+import { podFitsShape, walkPodShape } from '../../../src/mutate/k8s/shape';
 import { applyIndependently, FIXTURES, loadPod } from './support';
 
 const FIXTURE_NAMES = readdirSync(FIXTURES).filter((name) => name.endsWith('.yaml'));
@@ -73,15 +74,36 @@ function replaced(pod: Pod, path: (string | number)[], value: unknown, remove: b
   return copy as unknown as Pod;
 }
 
-test('property: whatever JSON replaces any field of a real pod, mutate never throws, and a patch it gives applies', () => {
+/** A fixture pod with any one field replaced by any JSON value, or removed. */
+function brokenPods(): fc.Arbitrary<Pod> {
   const pods = FIXTURE_NAMES.map(loadPod);
-  const broken = fc
+  return fc
     .record({ podIndex: fc.nat({ max: pods.length - 1 }), pathSeed: fc.nat(), value: fc.jsonValue({ maxDepth: 2 }), remove: fc.boolean() })
     .map(({ podIndex, pathSeed, value, remove }) => {
       const pod = pods[podIndex] as Pod;
       const paths = pathsOf(pod).filter((path) => path.length > 0);
       return replaced(pod, paths[pathSeed % paths.length] as (string | number)[], value, remove);
     });
+}
+
+test('property: the quick shape test passes a pod exactly when the field-by-field walk finds no problem', () => {
+  for (const name of FIXTURE_NAMES) expect(podFitsShape(loadPod(name))).toBe(true);
+  let misfits = 0;
+  fc.assert(
+    fc.property(brokenPods(), (pod) => {
+      const problems = walkPodShape(pod);
+      expect(podFitsShape(pod)).toBe(problems.length === 0);
+      expect(podShapeProblems(pod)).toEqual(problems);
+      if (problems.length > 0) misfits += 1;
+    }),
+    { numRuns: 3000 },
+  );
+  // The generator must break pods often enough for the comparison to mean something.
+  expect(misfits).toBeGreaterThan(300);
+});
+
+test('property: whatever JSON replaces any field of a real pod, mutate never throws, and a patch it gives applies', () => {
+  const broken = brokenPods();
   fc.assert(
     fc.property(broken, (pod) => {
       const result = mutate(pod, defaultConfig());
