@@ -14,7 +14,7 @@ import { applyOperation } from 'fast-json-patch';
 import type { Pod } from '../k8s';
 import { validatePod } from '../k8s/validate';
 import type { PatchOperation } from './builder';
-import { jsonEqual, shallowCopy, type JsonContainer } from './json';
+import { jsonEqual, OwnedNodes, shallowCopy, type JsonContainer } from './json';
 
 /**
  * Thrown only when drainguard's own patch fails verification (it does not apply, or the patched pod
@@ -89,7 +89,7 @@ class OperationRefused extends Error {
  * Each object or array on the way is copied once (`owned` remembers the copies) and linked into its
  * copied parent.
  */
-function checkAndOwnPath(root: JsonContainer, operation: PatchOperation, index: number, owned: Set<JsonContainer>): void {
+function checkAndOwnPath(root: JsonContainer, operation: PatchOperation, index: number, owned: OwnedNodes): void {
   if (typeof operation !== 'object' || operation === null || Array.isArray(operation)) {
     throw new Error(`operation ${index} is not an object`);
   }
@@ -152,7 +152,8 @@ function checkAndOwnPath(root: JsonContainer, operation: PatchOperation, index: 
 /** `patch` applied to a structural copy of `input` by fast-json-patch, with the validation above. */
 function applyToCopy(input: Pod, patch: readonly PatchOperation[]): unknown {
   const document = shallowCopy(input as unknown as JsonContainer);
-  const owned = new Set<JsonContainer>([document]);
+  const owned = new OwnedNodes();
+  owned.add(document);
   for (let index = 0; index < patch.length; index += 1) {
     const operation = patch[index] as PatchOperation;
     checkAndOwnPath(document, operation, index, owned);
