@@ -70,6 +70,8 @@ const TAMPERINGS = [
   'path-root',
   'path-relative',
   'path-proto',
+  'path-inherited',
+  'path-constructor-prototype',
   'op-add-replace-swapped',
   'op-to-remove',
   'op-remove-to-add',
@@ -175,6 +177,13 @@ function tamper(patch: readonly PatchOperation[], plan: TamperPlan, pod: Pod): u
       break;
     case 'path-proto':
       op.path = `/__proto__${op.path}`;
+      break;
+    case 'path-inherited':
+      // A name every object inherits: the applier finds a value there, so replace and remove "exist".
+      op.path = op.path.replace(/\/[^/]*$/, '/toString');
+      break;
+    case 'path-constructor-prototype':
+      op.path = op.path.replace(/\/[^/]*$/, '/constructor/prototype$&');
       break;
     case 'op-add-replace-swapped':
       if (op.op === 'remove') op.value = {};

@@ -2,7 +2,7 @@
  * The subset of Kubernetes pod validation that drainguard's mutations could break (docs/design.md,
  * "The patch"). The core runs it on its own output; the API server remains the real authority.
  */
-import type { Container, LifecycleHandler, Pod, Probe } from './index';
+import type { Container, LifecycleHandler, Pod, Probe, Quantity } from './index';
 import { compareQuantities } from './quantity';
 
 const HOOK_HANDLERS = ['exec', 'httpGet', 'tcpSocket', 'sleep'] as const;
@@ -25,66 +25,66 @@ export function portNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-interface NamedContainer {
-  container: Container;
-  where: string;
-}
+type ContainerList = 'containers' | 'initContainers' | 'ephemeralContainers';
+const CONTAINER_LISTS: readonly ContainerList[] = ['containers', 'initContainers', 'ephemeralContainers'];
+const HOOKS = ['preStop', 'postStart'] as const;
+const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
 
-function allContainers(pod: Pod): NamedContainer[] {
-  const lists = [
-    ['containers', pod.spec.containers ?? []],
-    ['initContainers', pod.spec.initContainers ?? []],
-    ['ephemeralContainers', pod.spec.ephemeralContainers ?? []],
-  ] as const;
-  return lists.flatMap(([list, containers]) =>
-    // Named, not indexed: the same problem keeps the same text when a removal shifts indices.
-    containers.map((container) => ({ container, where: `spec.${list}[name=${String(container?.name)}]` })),
-  );
+/**
+ * Where a problem is, named rather than indexed: the same problem keeps the same text when a removal
+ * shifts indices. Built only for a problem (the validation runs on every admitted pod, and almost
+ * every container has none).
+ */
+function where(list: ContainerList, container: Container): string {
+  return `spec.${list}[name=${String(container?.name)}]`;
 }
 
 function handlerCount(handler: LifecycleHandler | Probe, kinds: readonly string[]): number {
-  return kinds.filter((kind) => (handler as Record<string, unknown>)[kind] !== undefined).length;
+  let count = 0;
+  for (const kind of kinds) if ((handler as Record<string, unknown>)[kind] !== undefined) count += 1;
+  return count;
 }
 
-function containerProblems({ container, where }: NamedContainer, volumeNames: ReadonlySet<string>): string[] {
-  const problems: string[] = [];
-
+function containerProblems(list: ContainerList, container: Container, volumeNames: ReadonlySet<string>, problems: string[]): void {
   const mountPaths = new Set<string>();
   for (const mount of container.volumeMounts ?? []) {
-    if (!volumeNames.has(mount.name)) problems.push(`${where}: volumeMount ${mount.mountPath} names missing volume ${mount.name}`);
-    if (mountPaths.has(mount.mountPath)) problems.push(`${where}: mountPath ${mount.mountPath} is mounted twice`);
+    if (!volumeNames.has(mount.name)) problems.push(`${where(list, container)}: volumeMount ${mount.mountPath} names missing volume ${mount.name}`);
+    if (mountPaths.has(mount.mountPath)) problems.push(`${where(list, container)}: mountPath ${mount.mountPath} is mounted twice`);
     mountPaths.add(mount.mountPath);
   }
 
-  for (const hook of ['preStop', 'postStart'] as const) {
+  for (const hook of HOOKS) {
     const handler = container.lifecycle?.[hook];
     if (handler !== undefined && handlerCount(handler, HOOK_HANDLERS) !== 1) {
-      problems.push(`${where}: lifecycle.${hook} must have exactly one handler`);
+      problems.push(`${where(list, container)}: lifecycle.${hook} must have exactly one handler`);
     }
   }
-  for (const probeName of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+  for (const probeName of PROBES) {
     const probe = container[probeName];
     if (probe !== undefined && handlerCount(probe, PROBE_HANDLERS) !== 1) {
-      problems.push(`${where}: ${probeName} must have exactly one handler`);
+      problems.push(`${where(list, container)}: ${probeName} must have exactly one handler`);
     }
   }
 
-  const requests = container.resources?.requests ?? {};
-  const limits = container.resources?.limits ?? {};
-  for (const [resource, request] of Object.entries(requests)) {
-    const limit = limits[resource];
-    if (limit === undefined) continue;
-    const comparison = compareQuantities(request, limit);
-    if (comparison === undefined) problems.push(`${where}: ${resource} request or limit is not a valid quantity`);
-    else if (comparison > 0) problems.push(`${where}: ${resource} request ${String(request)} exceeds limit ${String(limit)}`);
+  const requests = container.resources?.requests;
+  const limits = container.resources?.limits;
+  // Both are needed for a comparison: skip the loop (and its key list) when either is missing.
+  if (requests != null && limits != null) {
+    for (const resource in requests) {
+      const request = requests[resource] as Quantity;
+      const limit = limits[resource];
+      if (limit === undefined) continue;
+      const comparison = compareQuantities(request, limit);
+      if (comparison === undefined) problems.push(`${where(list, container)}: ${resource} request or limit is not a valid quantity`);
+      else if (comparison > 0) problems.push(`${where(list, container)}: ${resource} request ${String(request)} exceeds limit ${String(limit)}`);
+    }
   }
 
   for (const port of container.ports ?? []) {
     if (port.name === undefined) continue;
     const problem = portNameProblem(port.name);
-    if (problem !== undefined) problems.push(`${where}: port name ${JSON.stringify(port.name)} ${problem}`);
+    if (problem !== undefined) problems.push(`${where(list, container)}: port name ${JSON.stringify(port.name)} ${problem}`);
   }
-  return problems;
 }
 
 /** Every violation found, [] when the pod is valid by these rules. */
@@ -100,16 +100,17 @@ export function validatePod(pod: Pod): string[] {
     volumeNames.add(volume.name);
   }
 
+  // Every duplicate name first, in list order, then each container's own problems, in list order.
   const containerNames = new Set<string>();
-  const containers = allContainers(pod);
-  for (const entry of containers) {
-    const name = entry.container?.name;
-    if (containerNames.has(name)) problems.push(`${entry.where}: duplicate container name ${name}`);
-    containerNames.add(name);
+  for (const list of CONTAINER_LISTS) {
+    for (const container of pod.spec[list] ?? []) {
+      const name = container?.name;
+      if (containerNames.has(name)) problems.push(`${where(list, container)}: duplicate container name ${name}`);
+      containerNames.add(name);
+    }
   }
-  for (const entry of containers) {
-    // One by one, not push(...): a container may have more problems than a call takes arguments.
-    for (const problem of containerProblems(entry, volumeNames)) problems.push(problem);
+  for (const list of CONTAINER_LISTS) {
+    for (const container of pod.spec[list] ?? []) containerProblems(list, container, volumeNames, problems);
   }
   return problems;
 }

@@ -13,7 +13,7 @@
  * the next write; read again after writing.
  */
 import type { Pod } from '../k8s';
-import { cloneJson, shallowCopy, type JsonContainer } from './json';
+import { cloneJson, OwnedNodes, shallowCopy, type JsonContainer } from './json';
 
 /** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
 export type PatchOperation =
@@ -65,7 +65,7 @@ export class PatchBuilder {
   private readonly operations: PatchOperation[] = [];
   private readonly draftPod: Pod;
   /** The draft's own nodes, copied on the way to a write; every other node is shared and read-only. */
-  private readonly owned = new Set<Json>();
+  private readonly owned = new OwnedNodes();
 
   constructor(pod: Pod) {
     this.draftPod = this.own(pod as unknown as Json) as unknown as Pod;

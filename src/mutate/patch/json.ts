@@ -64,3 +64,28 @@ export function shallowCopy<T extends JsonContainer>(node: T): T {
   for (const key in node) copy[key] = node[key];
   return copy as T;
 }
+
+/** Up to this many owned nodes a list is searched; past it they move into a Set. */
+const SMALL_OWNED = 16;
+
+/**
+ * The nodes a copy-on-write walk has copied and may write to (the builder's draft, the verification's
+ * working copy), found by identity. A list while it is short: a Set hashes every object it meets
+ * for the first time (a call into the runtime in V8), and a pod's patch owns a handful of nodes. Past
+ * `SMALL_OWNED` they move into a Set, so a patch of thousands of operations stays linear.
+ */
+export class OwnedNodes {
+  private readonly few: JsonContainer[] = [];
+  private many: Set<JsonContainer> | undefined;
+
+  has(node: JsonContainer): boolean {
+    if (this.many !== undefined) return this.many.has(node);
+    for (let i = 0; i < this.few.length; i += 1) if (this.few[i] === node) return true;
+    return false;
+  }
+
+  add(node: JsonContainer): void {
+    if (this.many !== undefined) this.many.add(node);
+    else if (this.few.push(node) > SMALL_OWNED) this.many = new Set(this.few);
+  }
+}

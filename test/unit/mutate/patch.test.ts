@@ -127,6 +127,21 @@ describe('PatchBuilder', () => {
     expect(() => builder.set(['spec'], {})).toThrow(/outside/);
   });
 
+  test('a patch that copies dozens of nodes writes each copy once, leaves the input alone and verifies', () => {
+    const containers = Array.from({ length: 40 }, (_, i) => ({ name: `c${i}`, resources: { limits: { cpu: '1' } } }));
+    const input = deepFreeze({ spec: { containers } });
+    const builder = new PatchBuilder(input as never);
+    // Two writes below each container: the second finds the copies the first made (past the short list).
+    for (let i = 0; i < containers.length; i += 1) {
+      builder.set(['spec', 'containers', i, 'resources', 'requests', 'cpu'], '1');
+      builder.set(['spec', 'containers', i, 'resources', 'limits', 'memory'], '1Gi');
+    }
+    expect(builder.size).toBe(80);
+    expect(builder.draft.spec.containers[39]).toEqual({ name: 'c39', resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1' } } });
+    expect(applyIndependently(input, builder.patch)).toEqual(builder.draft);
+    expect(() => verifyPatch(input as never, builder.patch, builder.draft)).not.toThrow();
+  });
+
   test('values in operations are copies: later changes to the draft do not alter emitted operations', () => {
     const builder = new PatchBuilder(pod());
     builder.set(['spec', 'containers', 0, 'resources'], { requests: { cpu: '1' } });
