@@ -34,9 +34,10 @@ export const DEFAULT_LIMITS = {
  * Node, express, TLS contexts, metrics, the main thread's heap and its inline decisions of small
  * reviews, with no large admission running. Measured idle: 115 MB resident (59 MB anonymous, 56 MB of
  * Node's mapped code, which a cgroup charges as page cache); the rest is margin for the main thread
- * under load (`npm run bench:fuzz` peaked at 314 MiB anonymous with the old base of 96).
+ * under load: `npm run bench:fuzz` (valid, garbage, 3 MiB and hostile reviews at once) peaked at 360 MiB
+ * anonymous against the 374 MiB that a base of 128 gave, too thin a margin; 160 leaves 46 MiB.
  */
-export const BASE_MEMORY_MIB = 128;
+export const BASE_MEMORY_MIB = 160;
 /** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
 export const PER_CONNECTION_KIB = 128;
 /** A decision worker besides its old-generation heap: isolate, code, young generation. */

@@ -520,8 +520,8 @@ describe('server limits and memory', () => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 374Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('374Mi');
+  test('the default limit is 406Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('406Mi');
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {
