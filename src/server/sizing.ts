@@ -32,12 +32,15 @@ export const DEFAULT_LIMITS = {
 
 /**
  * Node, express, TLS contexts, metrics, the main thread's heap and its inline decisions of small
- * reviews, with no large admission running. Measured idle: 115 MB resident (59 MB anonymous, 56 MB of
- * Node's mapped code, which a cgroup charges as page cache); the rest is margin for the main thread
- * under load: `npm run bench:fuzz` (valid, garbage, 3 MiB and hostile reviews at once) peaked at 360 MiB
- * anonymous against the 374 MiB that a base of 128 gave, too thin a margin; 160 leaves 46 MiB.
+ * reviews, and the main thread's share of large admissions (reading each body, handing it to a worker,
+ * its buffers and young generation). Measured idle: 115 MB resident (59 MB anonymous, 56 MB of Node's
+ * mapped code, which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending
+ * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 446 MiB
+ * resident, 389 MiB anonymous: the base is what makes the default limit (502 MiB) cover that resident
+ * peak with a 12% margin. Earlier, smaller bases were sized from runs on a loaded machine, which
+ * answered fewer large reviews at once.
  */
-export const BASE_MEMORY_MIB = 160;
+export const BASE_MEMORY_MIB = 256;
 /** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
 export const PER_CONNECTION_KIB = 128;
 /** A decision worker besides its old-generation heap: isolate, code, young generation. */

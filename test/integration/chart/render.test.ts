@@ -520,13 +520,13 @@ describe('server limits and memory', () => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 406Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('406Mi');
+  test('the default limit is 502Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('502Mi');
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {
     const c = serverContainer(deploymentOf(renderChart({ setString: { 'resources.limits.memory': '1Gi', 'resources.limits.cpu': '2' } })));
     expect(c.resources.limits).toEqual({ memory: '1Gi', cpu: '2' });
-    expect(c.resources.requests).toEqual({ cpu: '50m', memory: '96Mi' });
+    expect(c.resources.requests).toEqual({ cpu: '50m', memory: '160Mi' });
   });
 });
