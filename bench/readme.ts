@@ -6,7 +6,7 @@
  *   npm run bench:readme               writes docs/benchmarks.md from bench/results.json
  *   npm run bench:readme -- --quick    writes .tmp/benchmarks.quick.md from the last quick run
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
 import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
@@ -16,6 +16,7 @@ import { repoPath } from './lib/repo';
 import { SERVER_LABELS } from './lib/servers';
 import { LISTENERS } from './shutdown';
 import type { LoadReport } from './load';
+import type { MemoryReport } from './memory';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 const mdTable = (rows: string[][]) => {
@@ -164,6 +165,30 @@ function fuzzSection(section: SectionEnvelope<FuzzReport>): string {
       `patch that does not apply or leaves an invalid pod); server alive at the end: ${report.serverAliveAtEnd ? 'yes' : 'NO'}, ` +
       `/healthz ${report.healthzAtEnd}. Garbage answered through drainguard's own-bug path (admitted unchanged with a warning): ` +
       `${report.internalErrors}.`,
+    '',
+    `/healthz, probed on its own connection throughout: ${report.healthz.probes} probes, p50 ${report.healthz.p50Ms} ms, ` +
+      `p99 ${report.healthz.p99Ms} ms, max ${report.healthz.maxMs} ms, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed. ` +
+      `Server memory: peak ${report.memory.peakRssMiB.toFixed(1)} MiB resident, ${report.memory.peakAnonMiB.toFixed(1)} MiB anonymous ` +
+      `(the chart's limit for these settings: ${report.memory.memoryLimitMiB} MiB). Hostile clients: ` +
+      `${report.hostile.map((h) => `${h.scenario} ${h.ok ? 'handled' : 'MISHANDLED'}`).join('; ')}.`,
+  ].join('\n');
+}
+
+function memorySection(section: SectionEnvelope<MemoryReport>): string {
+  const report = section.figures;
+  return [
+    '## `npm run bench:memory`',
+    '',
+    `Measured ${conditions(section)}. Written to \`bench/memory-results.json\`.`,
+    '',
+    mdTable([
+      ['figure', 'value'],
+      ['load', `${report.clients} clients × ${report.seconds} s sending reviews of ~3 MiB: ${report.requests} answered (${Object.entries(report.byStatus).map(([status, n]) => `${status}: ${n}`).join(', ')})`],
+      ['cap', report.cap],
+      ['peak resident / anonymous', `${report.memory.peakRssMiB.toFixed(1)} / ${report.memory.peakAnonMiB.toFixed(1)} MiB`],
+      ["the chart's memory limit for these settings / margin to the resident peak", `${report.memoryLimitMiB} MiB / ${report.marginMiB.toFixed(1)} MiB`],
+      ['/healthz p50 / p99 / max', `${report.healthz.p50Ms} / ${report.healthz.p99Ms} / ${report.healthz.maxMs} ms (${report.healthz.probes} probes, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed)`],
+    ]),
   ].join('\n');
 }
 
@@ -173,7 +198,7 @@ function main(): void {
   const parts = [
     '# Benchmarks',
     '',
-    'Written by `npm run bench:readme` from `bench/results.json`; reproduce with `npm run bench`, `npm run bench:load` and ' +
+    'Written by `npm run bench:readme` from `bench/results.json` and `bench/memory-results.json`; reproduce with `npm run bench`, `npm run bench:load`, `npm run bench:memory` and ' +
       '`npm run bench:fuzz` on an otherwise idle machine (each command rewrites its own section of the results; `npm run bench` takes ' +
       'about 6 minutes). `npm run bench -- --quick` runs every path with short runs in 1-2 minutes and writes to `.tmp/` instead. ' +
       'Benchmarks report; they never fail on a timing, and tests never time anything.',
@@ -181,6 +206,8 @@ function main(): void {
   if (results.bench) parts.push('', benchSection(results.bench as SectionEnvelope<BenchFigures>));
   if (results.load) parts.push('', loadSection(results.load as SectionEnvelope<LoadReport>));
   if (results.fuzz) parts.push('', fuzzSection(results.fuzz as SectionEnvelope<FuzzReport>));
+  const memoryResults = repoPath('bench', 'memory-results.json');
+  if (!quick && existsSync(memoryResults)) parts.push('', memorySection(JSON.parse(readFileSync(memoryResults, 'utf8')) as SectionEnvelope<MemoryReport>));
   const path = quick ? repoPath('.tmp', 'benchmarks.quick.md') : repoPath('docs', 'benchmarks.md');
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${parts.join('\n')}\n`);
