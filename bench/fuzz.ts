@@ -222,7 +222,7 @@ function render(report: FuzzReport): string {
     `server error log lines: ${report.serverErrorLogLines}; alive at end: ${report.serverAliveAtEnd}; /healthz at end: ${report.healthzAtEnd}`,
     `hostile clients: ${report.hostile.map((o) => `\n  - ${o.ok ? 'ok' : 'MISHANDLED'} ${o.scenario}: ${o.detail}`).join('')}`,
     `/healthz during the run: ${report.healthz.probes} probes, p50 ${report.healthz.p50Ms} ms, p99 ${report.healthz.p99Ms} ms, max ${report.healthz.maxMs} ms; ` +
-      `${report.healthz.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${report.healthz.failed} failed`,
+      `${report.healthz.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${report.healthz.failed} failed; prober ${report.healthz.prioritised ? 'at raised priority' : 'at normal priority'}`,
     `server memory: peak resident ${report.memory.peakRssMiB} MiB, peak anonymous ${report.memory.peakAnonMiB} MiB (chart limit for these limits: ${report.memory.memoryLimitMiB} MiB)`,
   ];
   return `${lines.join('\n')}\n`;

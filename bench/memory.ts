@@ -154,7 +154,7 @@ function render(report: MemoryReport): string {
     ['peak resident (VmHWM)', `${report.memory.peakRssMiB} MiB`],
     ['peak anonymous (RssAnon)', `${report.memory.peakAnonMiB} MiB`],
     ['margin to the limit', `${report.marginMiB} MiB`],
-    ['/healthz p50 / p99 / max', `${report.healthz.p50Ms} / ${report.healthz.p99Ms} / ${report.healthz.maxMs} ms (${report.healthz.probes} probes, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed)`],
+    ['/healthz p50 / p99 / max', `${report.healthz.p50Ms} / ${report.healthz.p99Ms} / ${report.healthz.maxMs} ms (${report.healthz.probes} probes, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed; prober ${report.healthz.prioritised ? 'at raised priority' : 'at normal priority'})`],
     ['server alive at end', String(report.serverAliveAtEnd)],
   ];
   return `${table(rows)}\n`;
