@@ -212,9 +212,12 @@ describe('pipelining', () => {
 });
 
 describe('admission slots', () => {
-  test('with every slot and the waiting line taken, a review gets 429 with Retry-After; the waiting ones are answered', async () => {
-    // A core that holds its worker for pods named "stuck", until the decision deadline frees it.
-    const core = join(directory.path, 'slow-core.cjs');
+  /**
+   * A server with one slot and one place in the waiting line, whose core holds its worker for pods
+   * named "stuck" until the decision deadline frees it; with a sender and a reader of its metrics.
+   */
+  async function startOneSlotServer(coreFile: string) {
+    const core = join(directory.path, coreFile);
     const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
     writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
     const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
@@ -223,6 +226,11 @@ describe('admission slots', () => {
       const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
       return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics.text)?.[1]);
     };
+    return { port, send, metric };
+  }
+
+  test('with every slot and the waiting line taken, a review gets 429 with Retry-After; the waiting ones are answered', async () => {
+    const { send, metric } = await startOneSlotServer('slow-core.cjs');
 
     const stuck = send(review('stuck-uid', 'stuck'));
     await eventually('the stuck review to hold the slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
@@ -240,15 +248,7 @@ describe('admission slots', () => {
   });
 
   test('a client that goes away while its review waits for a slot gives the slot back', async () => {
-    const core = join(directory.path, 'slow-core-2.cjs');
-    const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
-    writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
-    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
-    const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
-    const metric = async (name: string) => {
-      const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
-      return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics.text)?.[1]);
-    };
+    const { port, send, metric } = await startOneSlotServer('slow-core-2.cjs');
 
     const stuck = send(review('stuck-uid', 'stuck'));
     await eventually('the stuck review to hold the slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
