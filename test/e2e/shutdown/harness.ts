@@ -4,13 +4,12 @@
  * simulated listeners, and cleanup of all of it (and of every started program) after each test, also
  * after a failed assertion.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
-import { buildRoot, hasRootTools, mountsUnder } from '../../support/envoy/roots';
+import { buildRoot, hasRootTools, removeRoot } from '../../support/envoy/roots';
 import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
 
 export interface DrainHarness {
@@ -52,11 +51,7 @@ export function drainHarness(target: ShutdownTarget, name: string): DrainHarness
     program = installTo(join(workDir, 'config/drainguard'), target);
   }, 120_000);
   afterAll(() => {
-    if (!workDir) return;
-    // Deleting through a live /dev bind mount would wipe the host's /dev.
-    for (const mountPoint of mountsUnder(workDir).reverse()) execFileSync('umount', ['-l', mountPoint]);
-    if (mountsUnder(workDir).length > 0) throw new Error(`still mounted under ${workDir}; not deleting it`);
-    rmSync(workDir, { recursive: true, force: true });
+    if (workDir) removeRoot(workDir);
   });
   afterEach(async () => {
     await stopStarted();

@@ -6,12 +6,12 @@
  * has something mounted under it (deleting through a live /dev bind mount would wipe the host's /dev).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
-import { buildRoot, hasRootTools, inRootCommand, mountsUnder, type RootKind } from '../../support/envoy/roots';
+import { buildRoot, hasRootTools, inRootCommand, removeRoot, type RootKind } from '../../support/envoy/roots';
 import { ensureBuilt, installTo, start, stopStarted, summaryOf, TARGETS } from '../../support/envoy/shutdown-executable';
 
 afterEach(stopStarted);
@@ -50,10 +50,7 @@ describe.each(TARGETS.flatMap((target) => ROOTS.map(({ kind, mounts, name }) => 
     }, 120_000);
 
     afterAll(() => {
-      if (!root) return;
-      for (const mountPoint of mountsUnder(root).reverse()) execFileSync('umount', ['-l', mountPoint]);
-      if (mountsUnder(root).length > 0) throw new Error(`still mounted under ${root}; not deleting it`);
-      rmSync(root, { recursive: true, force: true });
+      if (root) removeRoot(root);
     });
 
     const inRoot = (args: string[]) => start(...inRootCommand(root, target, NOBODY, args, mounts));

@@ -5,7 +5,7 @@
  * architecture's executable the root also holds Debian's static qemu-user binary, which runs it.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 /** What a root needs to know of the executable it will run: the qemu-user binary, if emulated. */
 export interface RootTarget {
@@ -91,4 +91,14 @@ export function mountsUnder(root: string): string[] {
     .split('\n')
     .map((line) => line.split(' ')[4])
     .filter((mountPoint): mountPoint is string => mountPoint !== undefined && (mountPoint === root || mountPoint.startsWith(`${root}/`)));
+}
+
+/**
+ * Deletes a root: what is still mounted under it is unmounted first, and nothing is deleted while a
+ * mount remains, since deleting through a live /dev bind mount would wipe the host's /dev.
+ */
+export function removeRoot(root: string): void {
+  for (const mountPoint of mountsUnder(root).reverse()) execFileSync('umount', ['-l', mountPoint]);
+  if (mountsUnder(root).length > 0) throw new Error(`still mounted under ${root}; not deleting it`);
+  rmSync(root, { recursive: true, force: true });
 }
