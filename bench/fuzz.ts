@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_COUNTS, generateCases, resubmissionCase, type CaseClass, type FuzzCase } from './fuzz/cases';
 import { judge, type Verdict } from './fuzz/check';
 import { rawCases, sendRaw } from './fuzz/raw';
-import { HEALTHZ_GOAL_MS, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
+import { describeHealthz, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
 import { runHostileScenarios, type HostileOutcome } from './fuzz/hostile';
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { admissionLimits, memoryLimitMiB } from '../src/server/sizing';
@@ -221,8 +221,7 @@ function render(report: FuzzReport): string {
     `garbage answered with another 4xx than expected: ${report.unexpectedStatuses}${report.unexpectedStatusSamples.map((s) => `\n  - ${s}`).join('')}`,
     `server error log lines: ${report.serverErrorLogLines}; alive at end: ${report.serverAliveAtEnd}; /healthz at end: ${report.healthzAtEnd}`,
     `hostile clients: ${report.hostile.map((o) => `\n  - ${o.ok ? 'ok' : 'MISHANDLED'} ${o.scenario}: ${o.detail}`).join('')}`,
-    `/healthz during the run: ${report.healthz.probes} probes, p50 ${report.healthz.p50Ms} ms, p99 ${report.healthz.p99Ms} ms, max ${report.healthz.maxMs} ms; ` +
-      `${report.healthz.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${report.healthz.failed} failed; prober ${report.healthz.prioritised ? 'at raised priority' : 'at normal priority'}`,
+    `/healthz during the run: ${describeHealthz(report.healthz)}`,
     `server memory: peak resident ${report.memory.peakRssMiB} MiB, peak anonymous ${report.memory.peakAnonMiB} MiB (chart limit for these limits: ${report.memory.memoryLimitMiB} MiB)`,
   ];
   return `${lines.join('\n')}\n`;

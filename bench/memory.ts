@@ -16,7 +16,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admissionLimits, memoryLimitMiB, type AdmissionLimits } from '../src/server/sizing';
-import { startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
+import { describeHealthz, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { describeMachine } from './lib/machine';
@@ -154,7 +154,7 @@ function render(report: MemoryReport): string {
     ['peak resident (VmHWM)', `${report.memory.peakRssMiB} MiB`],
     ['peak anonymous (RssAnon)', `${report.memory.peakAnonMiB} MiB`],
     ['margin to the limit', `${report.marginMiB} MiB`],
-    ['/healthz p50 / p99 / max', `${report.healthz.p50Ms} / ${report.healthz.p99Ms} / ${report.healthz.maxMs} ms (${report.healthz.probes} probes, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed; prober ${report.healthz.prioritised ? 'at raised priority' : 'at normal priority'})`],
+    ['/healthz', describeHealthz(report.healthz)],
     ['server alive at end', String(report.serverAliveAtEnd)],
   ];
   return `${table(rows)}\n`;

@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
+import { describeHealthz } from './fuzz/healthz-probe';
 import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
 import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from './lib/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';
@@ -166,8 +167,7 @@ function fuzzSection(section: SectionEnvelope<FuzzReport>): string {
       `/healthz ${report.healthzAtEnd}. Garbage answered through drainguard's own-bug path (admitted unchanged with a warning): ` +
       `${report.internalErrors}.`,
     '',
-    `/healthz, probed on its own connection throughout: ${report.healthz.probes} probes, p50 ${report.healthz.p50Ms} ms, ` +
-      `p99 ${report.healthz.p99Ms} ms, max ${report.healthz.maxMs} ms, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed (prober in its own process, ${report.healthz.prioritised === false ? 'at normal priority' : 'at raised priority'}). ` +
+    `/healthz, probed on its own connection throughout: ${describeHealthz(report.healthz)}. ` +
       `Server memory: peak ${report.memory.peakRssMiB.toFixed(1)} MiB resident, ${report.memory.peakAnonMiB.toFixed(1)} MiB anonymous ` +
       `(the chart's limit for these settings: ${report.memory.memoryLimitMiB} MiB). Hostile clients: ` +
       `${report.hostile.map((h) => `${h.scenario} ${h.ok ? 'handled' : 'MISHANDLED'}`).join('; ')}.`,
@@ -187,7 +187,7 @@ function memorySection(section: SectionEnvelope<MemoryReport>): string {
       ['cap', report.cap],
       ['peak resident / anonymous', `${report.memory.peakRssMiB.toFixed(1)} / ${report.memory.peakAnonMiB.toFixed(1)} MiB`],
       ["the chart's memory limit for these settings / margin to the resident peak", `${report.memoryLimitMiB} MiB / ${report.marginMiB.toFixed(1)} MiB`],
-      ['/healthz p50 / p99 / max', `${report.healthz.p50Ms} / ${report.healthz.p99Ms} / ${report.healthz.maxMs} ms (${report.healthz.probes} probes, ${report.healthz.over100Ms} over 100 ms, ${report.healthz.failed} failed; prober ${report.healthz.prioritised ? 'at raised priority' : 'at normal priority'})`],
+      ['/healthz', describeHealthz(report.healthz)],
     ]),
   ].join('\n');
 }

@@ -23,6 +23,15 @@ export interface HealthzFigures {
 
 export const HEALTHZ_GOAL_MS = 100;
 
+/** The figures in one line, as every benchmark report prints them. */
+export function describeHealthz(figures: HealthzFigures): string {
+  return (
+    `${figures.probes} probes, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, max ${figures.maxMs} ms; ` +
+    `${figures.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${figures.failed} failed; ` +
+    `prober in its own process at ${figures.prioritised ? 'raised' : 'normal'} priority`
+  );
+}
+
 export function startHealthzProbe(target: ClientTarget, pauseMs = 20): { stop: () => Promise<HealthzFigures> } {
   const child = spawnTracked(process.execPath, [join(__dirname, 'healthz-probe-child.js')], {
     stdio: ['pipe', 'pipe', 'inherit'],
