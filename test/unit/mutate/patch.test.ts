@@ -2,6 +2,7 @@
 import { mutate, PatchVerificationError } from '../../../src/mutate';
 import { escapeSegment, PatchBuilder, toPointer } from '../../../src/mutate/patch/builder';
 import { verifyPatch } from '../../../src/mutate/patch/verify';
+import { cloneJson } from '../../../src/mutate/patch/json';
 import { defaultConfig } from '../../../src/config';
 import { applyIndependently, loadPod, withAnnotations } from './support';
 
@@ -47,6 +48,36 @@ function deepFreeze<T>(value: T): T {
 
 describe('PatchBuilder', () => {
   const pod = () => ({ spec: { containers: [{ name: 'envoy' }] } });
+
+  test('a copied node keeps an own `__proto__` key as a key: it never becomes the copy\'s prototype', () => {
+    // JSON.parse (and so the CLI reading a hostile manifest) makes `__proto__` an ordinary own key. A
+    // copy that assigned it would lose the key and inherit its fields: here, a liveness probe that is
+    // not there, so drainguard would have skipped adding one.
+    const base = loadPod('contour-main.yaml');
+    const hostile = JSON.parse(
+      JSON.stringify(base).replace('"name":"envoy"', '"name":"envoy","__proto__":{"livenessProbe":{"httpGet":{"port":1}}}'),
+    ) as typeof base;
+    expect(Object.keys(hostile.spec.containers.find((c) => c.name === 'envoy') ?? {})).toContain('__proto__');
+    const plain = mutate(base, defaultConfig());
+    const withKey = mutate(hostile, defaultConfig());
+    expect(withKey.patch.map((op) => op.path)).toEqual(plain.patch.map((op) => op.path));
+
+    const builder = new PatchBuilder(hostile);
+    const envoyIndex = hostile.spec.containers.findIndex((c) => c.name === 'envoy');
+    builder.set(['spec', 'containers', envoyIndex, 'resources'], {});
+    const draftEnvoy = builder.draft.spec.containers[envoyIndex] as object;
+    expect(Object.getPrototypeOf(draftEnvoy)).toBe(Object.prototype);
+    expect(Object.keys(draftEnvoy)).toContain('__proto__');
+    expect('livenessProbe' in draftEnvoy).toBe(false);
+  });
+
+  test('a deep copy keeps an own `__proto__` key as a key too', () => {
+    const value = JSON.parse('{"a":{"__proto__":{"b":1}}}') as { a: object };
+    const copy = cloneJson(value);
+    expect(Object.getPrototypeOf(copy.a)).toBe(Object.prototype);
+    expect(Object.keys(copy.a)).toEqual(['__proto__']);
+    expect(JSON.stringify(copy)).toBe('{"a":{"__proto__":{"b":1}}}');
+  });
 
   test('never writes to the input: it copies only the nodes on the path of each write', () => {
     const input = deepFreeze({
