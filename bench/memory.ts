@@ -145,7 +145,7 @@ async function run(certs: BenchCertificates, clients: number, seconds: number): 
 function render(report: MemoryReport): string {
   const rows = [
     ['figure', 'value'],
-    ['limits', `body ${report.limits.bodyLimitBytes} B, ${report.limits.concurrency} slots, ${report.limits.queueLimit} waiting, ${report.limits.maxConnections} connections, worker heap ${report.limits.workerHeapMb} MiB`],
+    ['limits', `body ${report.limits.bodyLimitBytes} B, ${report.limits.concurrency} large and ${report.limits.smallConcurrency} small slots, ${report.limits.queueLimit} waiting, ${report.limits.maxConnections} connections, worker heap ${report.limits.workerHeapMb} MiB`],
     ['memory limit (chart, derived)', `${report.memoryLimitMiB} MiB`],
     ['cap', report.cap],
     ['load', `${report.clients} clients × ${report.seconds} s, ${report.requests} reviews of ~3 MiB`],

@@ -69,7 +69,7 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
       'machine, so a server that outruns it is reported below its real maximum.',
     '',
     `- **${SERVER_LABELS.drainguard}**: \`drainguard serve\` from dist/, as deployed, with its per-admission log line on (to a file).`,
-    `- **${SERVER_LABELS['decision-only']}** (bench/baseline-server.ts): express answering with \`decideAdmission\` and nothing else (no logs, metrics or error mapping): the ceiling for any server around drainguard's decision. It times each decision itself.`,
+    `- **${SERVER_LABELS['decision-only']}** (bench/baseline-server.ts): express answering with \`decideAdmission\`, batched as drainguard batches small reviews (docs/serve.md), and nothing else (no logs, metrics or error mapping): the ceiling for any server around drainguard's decision. It times each decision itself.`,
     `- **${SERVER_LABELS['express-fixed']}** (bench/baseline-server.ts): the same express stack (ETag and X-Powered-By off, as in drainguard) parsing the review and answering a fixed "allowed".`,
     `- **${SERVER_LABELS.pepr}** ${http.pepr.version}: a Pepr module adding one annotation to every Pod created, served by Pepr's own admission controller (see "The Pepr peer" below).`,
     '',
@@ -79,7 +79,9 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
     '',
     'Tight loop: one call at a time with warm caches (the first 1,000 calls are not counted), the Contour pod. ' +
       '"Inside the server": the decision-only server times `decideAdmission` around each request it answers during the runs above; ' +
-      'between requests other work (TLS, HTTP parsing, GC) leaves caches colder, so it costs more than in the tight loop.',
+      'between requests other work (TLS, HTTP parsing, GC) leaves caches colder, so it costs more than in the tight loop. ' +
+      'Under closed-loop load the reviews ready together are decided in one batch and only the first finds the caches cold; ' +
+      'at a fixed rate most batches hold one review, so the paced figures are the cold cost.',
     '',
     '### Growth: cost per KiB by kind of content',
     '',

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { AdmissionLimiter } from './admission-limiter';
+import type { AdmissionSlots } from './admission-limiter';
 import { takeTurn } from './connection-turns';
 import type { Decided } from './decision-pool';
 import { HttpError } from './http-error';
@@ -24,7 +24,8 @@ export interface AdmissionHandlerOptions {
   isDraining: () => boolean;
   /** Largest accepted body. */
   bodyLimitBytes: number;
-  limiter: AdmissionLimiter;
+  /** The admission slots: a small review takes one of many, any other one of the few large ones. */
+  slots: AdmissionSlots;
   /** Decides on one body (inline or in a decision worker); the body's memory is handed over. */
   decide: (body: Buffer) => Promise<Decided>;
 }
@@ -105,7 +106,7 @@ function errorOf(text: string): string {
 }
 
 export function createAdmissionHandler(options: AdmissionHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { metrics, logger, isDraining, limiter, decide, bodyLimitBytes } = options;
+  const { metrics, logger, isDraining, slots, decide, bodyLimitBytes } = options;
 
   function logDecision(decided: Decided, seconds: number): void {
     const { outcome } = decided;
@@ -131,8 +132,9 @@ export function createAdmissionHandler(options: AdmissionHandlerOptions): (req: 
     try {
       // Everything the headers can tell is checked before waiting, reading or `100 Continue`.
       checkContentType(req);
-      checkDeclaredBody(req, bodyLimitBytes);
+      const declared = checkDeclaredBody(req, bodyLimitBytes);
       await turn.ready;
+      const limiter = slots.lineFor(declared);
       const slot = limiter.acquire();
       if (slot === undefined) {
         throw new HttpError(429, `too many admissions in progress (${limiter.concurrency} running, ${limiter.queueLimit} waiting); retry`, {

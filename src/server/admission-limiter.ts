@@ -47,3 +47,31 @@ export class AdmissionLimiter {
     };
   }
 }
+
+/**
+ * The two lines of slots. A review whose declared body is at most `smallMaxBytes` is decided on the main
+ * thread, in a batch with the others ready at the same time, and holds little memory: it takes a small
+ * slot, of which there are many, so batches can form. Any other (larger, or chunked and so of unknown
+ * size until read) takes one of the few large slots, one per decision worker. Small reviews therefore
+ * never wait behind large ones.
+ */
+export class AdmissionSlots {
+  constructor(
+    readonly small: AdmissionLimiter,
+    readonly large: AdmissionLimiter,
+    readonly smallMaxBytes: number,
+  ) {}
+
+  /** The line for a request declaring `declaredBytes` of body (undefined: not declared). */
+  lineFor(declaredBytes: number | undefined): AdmissionLimiter {
+    return declaredBytes !== undefined && declaredBytes <= this.smallMaxBytes ? this.small : this.large;
+  }
+
+  get active(): number {
+    return this.small.active + this.large.active;
+  }
+
+  get queued(): number {
+    return this.small.queued + this.large.queued;
+  }
+}

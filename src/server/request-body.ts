@@ -11,14 +11,18 @@ export function tooLarge(limit: number, length?: number): HttpError {
   return new HttpError(413, `request body of ${length ?? 'more than the limit'} bytes exceeds the ${limit} byte limit`);
 }
 
-/** Refuses, without reading anything, a body the headers already say is too large or encoded. */
-export function checkDeclaredBody(req: IncomingMessage, limit: number): void {
+/**
+ * Refuses, without reading anything, a body the headers already say is too large or encoded. Returns
+ * the declared length (undefined for a chunked body).
+ */
+export function checkDeclaredBody(req: IncomingMessage, limit: number): number | undefined {
   const encoding = req.headers['content-encoding']?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
     throw new HttpError(415, 'Content-Encoding is not supported; send the body uncompressed');
   }
   const declared = declaredLength(req);
   if (declared !== undefined && declared > limit) throw tooLarge(limit, declared);
+  return declared;
 }
 
 /** Node's parser has already refused a malformed or repeated Content-Length. */

@@ -3,7 +3,7 @@
  * worker's heap limit) and documented for the chart, whose default memory limit is computed the same
  * way (a test keeps the two equal):
  *
- *   memory limit (MiB) = BASE + connections × PER_CONNECTION
+ *   memory limit (MiB) = BASE + connections × PER_CONNECTION + small concurrency × PER_SMALL_ADMISSION
  *                        + concurrency × (worker heap + WORKER_OVERHEAD + body limit)
  *   worker heap (MiB)  = WORKER_HEAP_BASE + WORKER_HEAP_PER_BODY_MIB × body limit (MiB)
  *
@@ -15,6 +15,11 @@ export interface AdmissionLimits {
   bodyLimitBytes: number;
   /** Admissions read and decided at once (one decision worker each). */
   concurrency: number;
+  /**
+   * Admissions whose declared body is at most `INLINE_DECISION_MAX_BYTES` (./webhook-server), read and decided at once on
+   * the main thread (in batches, ./decision-batch), besides the large ones above.
+   */
+  smallConcurrency: number;
   /** Admissions that may wait for a slot; more are refused with 429. */
   queueLimit: number;
   /** Open connections, idle ones included; more are closed at once. */
@@ -26,6 +31,7 @@ export interface AdmissionLimits {
 export const DEFAULT_LIMITS = {
   bodyLimitBytes: 3 * 1024 * 1024,
   concurrency: 2,
+  smallConcurrency: 16,
   queueLimit: 32,
   maxConnections: 128,
 } as const;
@@ -36,13 +42,19 @@ export const DEFAULT_LIMITS = {
  * its buffers and young generation). Measured idle: 115 MB resident (59 MB anonymous, 56 MB of Node's
  * mapped code, which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending
  * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 446 MiB
- * resident, 389 MiB anonymous: the base is what makes the default limit (502 MiB) cover that resident
+ * resident, 389 MiB anonymous: the base is what makes the default limit (502 MiB then) cover that resident
  * peak with a 12% margin. Earlier, smaller bases were sized from runs on a loaded machine, which
  * answered fewer large reviews at once.
  */
 export const BASE_MEMORY_MIB = 256;
 /** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
 export const PER_CONNECTION_KIB = 128;
+/**
+ * A small admission: its body (64 KiB at most), its answer, and its share of the
+ * main thread's young generation while it is decided. The parsed review and the decision's garbage are
+ * the main thread's (in BASE): a batch decides one review at a time.
+ */
+export const PER_SMALL_ADMISSION_KIB = 512;
 /** A decision worker besides its old-generation heap: isolate, code, young generation. */
 export const WORKER_OVERHEAD_MIB = 24;
 /** Heap of an idle decision worker, MiB. */
@@ -62,6 +74,7 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}): Admission
   return {
     bodyLimitBytes,
     concurrency: given.concurrency ?? DEFAULT_LIMITS.concurrency,
+    smallConcurrency: given.smallConcurrency ?? DEFAULT_LIMITS.smallConcurrency,
     queueLimit: given.queueLimit ?? DEFAULT_LIMITS.queueLimit,
     maxConnections: given.maxConnections ?? DEFAULT_LIMITS.maxConnections,
     workerHeapMb: given.workerHeapMb ?? workerHeapMb(bodyLimitBytes),
@@ -72,5 +85,6 @@ export function admissionLimits(given: Partial<AdmissionLimits> = {}): Admission
 export function memoryLimitMiB(limits: AdmissionLimits): number {
   const bodyMiB = Math.ceil(limits.bodyLimitBytes / MIB);
   const connections = Math.ceil((limits.maxConnections * PER_CONNECTION_KIB) / 1024);
-  return BASE_MEMORY_MIB + connections + limits.concurrency * (limits.workerHeapMb + WORKER_OVERHEAD_MIB + bodyMiB);
+  const small = Math.ceil((limits.smallConcurrency * PER_SMALL_ADMISSION_KIB) / 1024);
+  return BASE_MEMORY_MIB + connections + small + limits.concurrency * (limits.workerHeapMb + WORKER_OVERHEAD_MIB + bodyMiB);
 }

@@ -14,9 +14,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types';
 import { checkKeyPair } from '../certs/inspect';
 import { createAdmissionHandler, isAdmissionRequest } from './admission-handler';
-import { AdmissionLimiter } from './admission-limiter';
+import { AdmissionLimiter, AdmissionSlots } from './admission-limiter';
 import { createWebhookApp } from './app';
-import { DecisionPool } from './decision-pool';
+import { DecisionBatch, DEFAULT_BATCH_BUDGET_MS } from './decision-batch';
+import { DecisionPool, type Decided } from './decision-pool';
 import { decideBody, loadCoreModule } from './decide-body';
 import { WebhookMetrics } from './metrics';
 import { admissionLimits, type AdmissionLimits } from './sizing';
@@ -135,16 +136,21 @@ export class WebhookServer {
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
     const core = loadCoreModule(options.coreModule);
     const isDraining = () => this.shuttingDown;
-    const limiter = new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit);
-    this.metrics.observeAdmissionLoad(limiter);
+    const batch = new DecisionBatch<Buffer, Decided>({ decideOne: (body) => decideBody(body, options.config, core), budgetMs: DEFAULT_BATCH_BUDGET_MS });
+    const slots = new AdmissionSlots(
+      new AdmissionLimiter(this.limits.smallConcurrency, this.limits.queueLimit),
+      new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit),
+      inlineMaxBytes,
+    );
+    this.metrics.observeAdmissionLoad(slots);
     const app = createWebhookApp({ metrics: this.metrics, logger, isReady: () => this.hasCertificate && !this.shuttingDown, isDraining });
     const admit = createAdmissionHandler({
       metrics: this.metrics,
       logger,
       isDraining,
       bodyLimitBytes: this.limits.bodyLimitBytes,
-      limiter,
-      decide: (body) => (body.length <= inlineMaxBytes ? Promise.resolve(decideBody(body, options.config, core)) : this.pool.decide(body)),
+      slots,
+      decide: (body) => (body.length <= inlineMaxBytes ? batch.decide(body) : this.pool.decide(body)),
     });
     // Admissions skip express: one plain request listener, the admission handler or the app.
     this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, (req, res) =>

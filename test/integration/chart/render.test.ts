@@ -507,6 +507,7 @@ describe('server limits and memory', () => {
     const args = serverContainer(deploymentOf(variant('defaults'))).args;
     expect(flag(args, '--max-body-bytes')).toBe('3145728');
     expect(flag(args, '--max-concurrent-admissions')).toBe('2');
+    expect(flag(args, '--max-concurrent-small-admissions')).toBe('16');
     expect(flag(args, '--max-queued-admissions')).toBe('32');
     expect(flag(args, '--max-connections')).toBe('128');
   });
@@ -514,14 +515,15 @@ describe('server limits and memory', () => {
   test.each([
     [{}, admissionLimits()],
     [{ 'server.maxConcurrentAdmissions': 4 }, admissionLimits({ concurrency: 4 })],
+    [{ 'server.maxConcurrentSmallAdmissions': 100 }, admissionLimits({ smallConcurrency: 100 })],
     [{ 'server.maxBodyBytes': 1048576, 'server.maxConnections': 1000 }, admissionLimits({ bodyLimitBytes: 1048576, maxConnections: 1000 })],
     [{ 'server.maxBodyBytes': 5000000, 'server.maxConcurrentAdmissions': 1 }, admissionLimits({ bodyLimitBytes: 5000000, concurrency: 1 })],
   ])('the memory limit for %j is the server\'s own formula', (set, limits) => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 502Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('502Mi');
+  test('the default limit is 510Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('510Mi');
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {

@@ -247,6 +247,29 @@ describe('admission slots', () => {
     expect((await waiting).json).toMatchObject({ response: { uid: 'waiting-uid', allowed: true, patchType: 'JSONPatch' } });
   });
 
+  test('a small review takes a small slot: it is answered while a large one holds every large slot', async () => {
+    const core = join(directory.path, 'slow-large-core.cjs');
+    const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
+    writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
+    // One large slot, no waiting line: a second large review is refused at once.
+    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 0 }, decisionTimeoutMs: 3000 });
+    const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
+    const large = (uid: string, name: string) =>
+      JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, name, annotations: { padding: 'x'.repeat(70 * 1024) } } }, { uid }));
+    expect(Buffer.byteLength(large('u', 'stuck'))).toBeGreaterThan(64 * 1024);
+
+    const stuck = send(large('stuck-uid', 'stuck'));
+    await eventually('the large review to hold the large slot', async () => {
+      const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
+      return /^drainguard_admissions_in_progress 1$/m.test(metrics.text) ? true : undefined;
+    });
+    expect((await send(large('second-large-uid', 'envoy-y'))).status).toBe(429);
+    const small = await send(review('small-uid'));
+    expect(small.status).toBe(200);
+    expect(small.json).toMatchObject({ response: { uid: 'small-uid', allowed: true, patchType: 'JSONPatch' } });
+    expect((await stuck).json).toMatchObject({ response: { uid: 'stuck-uid', allowed: true } });
+  }, 20_000);
+
   test('a client that goes away while its review waits for a slot gives the slot back', async () => {
     const { port, send, metric } = await startOneSlotServer('slow-core-2.cjs');
 
