@@ -28,6 +28,12 @@ try {
 const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: target.ca, servername: target.servername });
 const latencies: number[] = [];
 let failed = 0;
+/** Why probes failed, with how often: the answer's status, or the client's error. */
+const failures: Record<string, number> = {};
+function fail(reason: string): void {
+  failed += 1;
+  failures[reason] = (failures[reason] ?? 0) + 1;
+}
 let running = true;
 
 const probeOnce = () =>
@@ -37,13 +43,13 @@ const probeOnce = () =>
       res.resume();
       res.on('end', () => {
         if (res.statusCode === 200) latencies.push(performance.now() - started);
-        else failed += 1;
+        else fail(`HTTP ${res.statusCode}`);
         resolve();
       });
     });
     req.on('timeout', () => req.destroy(new Error('healthz timed out')));
-    req.on('error', () => {
-      failed += 1;
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      fail(error.code ?? error.message);
       resolve();
     });
     req.end();
@@ -57,5 +63,5 @@ void (async () => {
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
   agent.destroy();
-  process.stdout.write(`${JSON.stringify({ latencies, failed, prioritised })}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ latencies, failed, failures, prioritised })}\n`, () => process.exit(0));
 })();

@@ -12,6 +12,8 @@ import { quantile } from '../lib/stats';
 export interface HealthzFigures {
   probes: number;
   failed: number;
+  /** Why they failed (an HTTP status, or the client's error code), with how often. */
+  failures: Record<string, number>;
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -27,9 +29,14 @@ export const HEALTHZ_GOAL_MS = 100;
 export function describeHealthz(figures: HealthzFigures): string {
   return (
     `${figures.probes} probes, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, max ${figures.maxMs} ms; ` +
-    `${figures.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${figures.failed} failed; ` +
+    `${figures.over100Ms} over ${HEALTHZ_GOAL_MS} ms (goal: none), ${figures.failed} failed${describeFailures(figures.failures)}; ` +
     `prober in its own process at ${figures.prioritised ? 'raised' : 'normal'} priority`
   );
+}
+
+function describeFailures(failures: Record<string, number> | undefined): string {
+  const reasons = Object.entries(failures ?? {}).map(([reason, count]) => `${reason} ×${count}`);
+  return reasons.length > 0 ? ` (${reasons.join(', ')})` : '';
 }
 
 export function startHealthzProbe(target: ClientTarget, pauseMs = 20): { stop: () => Promise<HealthzFigures> } {
@@ -45,11 +52,17 @@ export function startHealthzProbe(target: ClientTarget, pauseMs = 20): { stop: (
       child.stdin?.end();
       const code = await closed;
       if (code !== 0) throw new Error(`the /healthz prober exited with ${code}`);
-      const { latencies, failed, prioritised } = JSON.parse(output) as { latencies: number[]; failed: number; prioritised: boolean };
+      const { latencies, failed, failures, prioritised } = JSON.parse(output) as {
+        latencies: number[];
+        failed: number;
+        failures: Record<string, number>;
+        prioritised: boolean;
+      };
       const round = (value: number) => Math.round(value * 100) / 100;
       return {
         probes: latencies.length + failed,
         failed,
+        failures,
         p50Ms: latencies.length ? round(quantile(latencies, 0.5)) : NaN,
         p99Ms: latencies.length ? round(quantile(latencies, 0.99)) : NaN,
         maxMs: latencies.length ? round(latencies.reduce((a, b) => Math.max(a, b), 0)) : NaN,

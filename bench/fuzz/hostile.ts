@@ -102,13 +102,21 @@ async function connectionFlood(target: ClientTarget, count: number, cap: number)
   return { scenario: `${count} idle connections at once`, ok: accepted <= cap, detail: `${accepted} accepted, ${count - accepted} closed at once (cap ${cap}, shared with the fuzz clients)` };
 }
 
-export async function runHostileScenarios(target: ClientTarget, reviewBody: string, options: { maxConnections: number; handshakeTimeoutMs: number }): Promise<HostileOutcome[]> {
+/** Every hostile client but the connection flood, at once. */
+export async function runHostileScenarios(target: ClientTarget, reviewBody: string, options: { handshakeTimeoutMs: number }): Promise<HostileOutcome[]> {
   return Promise.all([
     declaredGigabyte(target),
     expectContinue(target),
     pipeline(target, reviewBody, 200),
     weakCipher(target),
     unfinishedHandshake(target, options.handshakeTimeoutMs + 5000),
-    connectionFlood(target, options.maxConnections + 50, options.maxConnections),
   ]);
+}
+
+/**
+ * 50 connections more than the server's cap, at once. Run on its own: while it holds the cap, every new
+ * connection is closed at once, a client reconnecting (or a prober's first connection) included.
+ */
+export function runConnectionFlood(target: ClientTarget, options: { maxConnections: number }): Promise<HostileOutcome> {
+  return connectionFlood(target, options.maxConnections + 50, options.maxConnections);
 }
