@@ -41,10 +41,10 @@ export const DEFAULT_LIMITS = {
  * reviews, and the main thread's share of large admissions (reading each body, handing it to a worker,
  * its buffers and young generation). Measured idle: 115 MB resident (59 MB anonymous, 56 MB of Node's
  * mapped code, which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending
- * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 446 MiB
- * resident, 389 MiB anonymous: the base is what makes the default limit (502 MiB then) cover that resident
- * peak with a 12% margin. Earlier, smaller bases were sized from runs on a loaded machine, which
- * answered fewer large reviews at once.
+ * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 422 to
+ * 456 MiB resident (366 to 395 MiB anonymous) over five runs: the base is what makes the default limit
+ * (510 MiB) cover the highest of those resident peaks with a 10% margin. Earlier, smaller bases were
+ * sized from runs on a loaded machine, which answered fewer large reviews at once.
  */
 export const BASE_MEMORY_MIB = 256;
 /** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
