@@ -20,7 +20,7 @@ export interface AdmissionLimits {
    * the main thread (in batches, ./decision-batch), besides the large ones above.
    */
   smallConcurrency: number;
-  /** Admissions that may wait for a slot; more are refused with 429. */
+  /** Admissions that may wait for a slot, in each line (small and large); more are refused with 429. */
   queueLimit: number;
   /** Open connections, idle ones included; more are closed at once. */
   maxConnections: number;
