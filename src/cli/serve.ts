@@ -4,9 +4,9 @@
  */
 import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { isoTimeOncePerSecond } from '../server/log-time';
 import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../config';
 import { ensureDevCertificates } from '../certs/dev';
+import { isoTimeOncePerSecond } from '../server/log-time';
 import { startWebhook, type TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';

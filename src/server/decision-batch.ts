@@ -7,9 +7,9 @@
  * code and data evicted from the CPU caches by that work, and evicts the network path's in turn. Measured
  * on the benchmark machine, a decision in the server took about 95 µs of CPU, a second decision of the
  * same review right after it about 63 µs, and the same call in a tight loop 53 µs (docs/serve.md,
- * "Small reviews are decided in batches"). Deciding the reviews that are ready together, then writing their answers together,
- * pays the cold start once per batch instead of once per review. Under light load a batch holds one
- * review, and the only cost is one `setImmediate`.
+ * "Small reviews are decided in batches"). Deciding the reviews that are ready together, then writing
+ * their answers together, pays the cold start once per batch instead of once per review. Under light
+ * load a batch holds one review, and the only cost is one `setImmediate`.
  *
  * A batch is bounded in time, not only by the number of reviews the admission limiter lets in: once a
  * batch has run for `budgetMs`, the reviews left wait for the next turn, so health probes and other
@@ -35,7 +35,8 @@ export interface DecisionBatchOptions<Review, Decision> {
 export const DEFAULT_BATCH_BUDGET_MS = 5;
 
 export class DecisionBatch<Review, Decision> {
-  private waiting: Waiting<Review, Decision>[] = [];
+  /** In arrival order; a decided review's place is emptied, so a long batch does not hold them all. */
+  private waiting: (Waiting<Review, Decision> | undefined)[] = [];
   /** The first review not yet decided: the list is consumed from the front without shifting. */
   private next = 0;
   private scheduled = false;
@@ -72,8 +73,7 @@ export class DecisionBatch<Review, Decision> {
     const started = this.now();
     while (this.next < this.waiting.length) {
       const item = this.waiting[this.next] as Waiting<Review, Decision>;
-      // Released as soon as it is decided: a long batch does not hold every review until its end.
-      this.waiting[this.next] = undefined as unknown as Waiting<Review, Decision>;
+      this.waiting[this.next] = undefined;
       this.next += 1;
       try {
         item.resolve(this.decideOne(item.review));

@@ -16,8 +16,8 @@ export interface AdmissionLimits {
   /** Admissions read and decided at once (one decision worker each). */
   concurrency: number;
   /**
-   * Admissions whose declared body is at most `INLINE_DECISION_MAX_BYTES` (./webhook-server), read and decided at once on
-   * the main thread (in batches, ./decision-batch), besides the large ones above.
+   * Admissions whose declared body is at most `INLINE_DECISION_MAX_BYTES` (./webhook-server), read and
+   * decided at once on the main thread (in batches, ./decision-batch), besides the large ones above.
    */
   smallConcurrency: number;
   /** Admissions that may wait for a slot, in each line (small and large); more are refused with 429. */
@@ -50,9 +50,9 @@ export const BASE_MEMORY_MIB = 256;
 /** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
 export const PER_CONNECTION_KIB = 128;
 /**
- * A small admission: its body (64 KiB at most), its answer, and its share of the
- * main thread's young generation while it is decided. The parsed review and the decision's garbage are
- * the main thread's (in BASE): a batch decides one review at a time.
+ * A small admission: its body (64 KiB at most), its answer, and its share of the main thread's young
+ * generation while it is decided. The parsed review and the decision's garbage are the main thread's
+ * (in BASE): a batch decides one review at a time.
  */
 export const PER_SMALL_ADMISSION_KIB = 512;
 /** A decision worker besides its old-generation heap: isolate, code, young generation. */
