@@ -63,7 +63,10 @@ export function parseFlags<S extends FlagSpecs>(command: string, argv: readonly 
 
 function describeParseError(error: unknown): string {
   const code = (error as { code?: unknown }).code;
-  const message = error instanceof Error ? error.message : String(error);
+  // Read by shape, not `instanceof Error`: an error from another realm (jest's module sandbox) is no
+  // instance of this realm's Error, and String() would add its class and code to the message.
+  const raw = (error as { message?: unknown } | null)?.message;
+  const message = typeof raw === 'string' ? raw : String(error);
   // parseArgs' messages are fine except for a multi-line hint aimed at library users; keep the first line.
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const flag = /'([^']+)'/.exec(message)?.[1];
