@@ -11,8 +11,9 @@ import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { defaultConfig } from '../../../src/config';
 import { answerText } from '../../../src/server/decide-body';
-import { WebhookServer } from '../../../src/server/webhook-server';
-import { REPO_ROOT, admissionReview, fixturePods, silentLogger, temporaryDirectory } from './webhook-test-kit';
+import type { WebhookServer } from '../../../src/server/webhook-server';
+import { startTestServer } from './test-server';
+import { REPO_ROOT, admissionReview, fixturePods, temporaryDirectory } from './webhook-test-kit';
 
 const directory = temporaryDirectory();
 const paths = ensureDevCertificates(directory.path);
@@ -67,15 +68,7 @@ function post(port: number, body: string): Promise<string> {
 
 test('48 reviews over 8 connections at once: every answer is its own review\'s decision, and batches formed', async () => {
   const core = turnRecordingCore();
-  server = await WebhookServer.start({
-    host: '127.0.0.1',
-    port: 0,
-    config: defaultConfig(),
-    logger: silentLogger(),
-    certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
-    shutdownDelayMs: 0,
-    coreModule: core.path,
-  });
+  server = await startTestServer(paths, { coreModule: core.path });
   const { port } = server.address();
   agent = new Agent({ keepAlive: true, maxSockets: 8 });
   // Different pods and different drain settings, so that answers mixed up would differ.

@@ -10,11 +10,11 @@ import { connect, type TLSSocket } from 'node:tls';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defaultConfig } from '../../../src/config';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
-import { WebhookServer, type WebhookServerOptions } from '../../../src/server/webhook-server';
-import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, silentLogger, temporaryDirectory } from './webhook-test-kit';
+import type { WebhookServer, WebhookServerOptions } from '../../../src/server/webhook-server';
+import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
+import { startTestServer } from './test-server';
 
 const directory = temporaryDirectory();
 const paths = ensureDevCertificates(directory.path);
@@ -24,15 +24,7 @@ const review = (uid = 'uid-1', name = 'envoy-x') => JSON.stringify(admissionRevi
 
 const started: WebhookServer[] = [];
 async function startServer(options: Partial<WebhookServerOptions> = {}): Promise<number> {
-  const server = await WebhookServer.start({
-    host: '127.0.0.1',
-    port: 0,
-    config: defaultConfig(),
-    logger: silentLogger(),
-    certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
-    shutdownDelayMs: 0,
-    ...options,
-  });
+  const server = await startTestServer(paths, options);
   started.push(server);
   return server.address().port;
 }

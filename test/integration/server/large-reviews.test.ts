@@ -7,12 +7,12 @@
 import { Agent, request } from 'node:https';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { defaultConfig } from '../../../src/config';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
-import { WebhookServer } from '../../../src/server/webhook-server';
+import type { WebhookServer } from '../../../src/server/webhook-server';
 import { CONTENT_KINDS, largeReviewBody } from '../../../bench/lib/pod-content';
+import { startTestServer } from './test-server';
 import { httpsRequest, temporaryDirectory } from './webhook-test-kit';
 
 const directory = temporaryDirectory();
@@ -23,10 +23,7 @@ let server: WebhookServer;
 let agent: Agent;
 
 beforeAll(async () => {
-  server = await WebhookServer.start({
-    host: '127.0.0.1',
-    port: 0,
-    config: defaultConfig(),
+  server = await startTestServer(paths, {
     logger: pino(
       { level: 'debug' },
       new Writable({
@@ -37,8 +34,6 @@ beforeAll(async () => {
         },
       }),
     ),
-    certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
-    shutdownDelayMs: 0,
   });
   // The health checker's own connection, opened before any large review is sent.
   agent = new Agent({ keepAlive: true, maxSockets: 1, ca, servername: 'localhost' });

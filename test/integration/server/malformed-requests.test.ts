@@ -4,11 +4,11 @@
  */
 import { connect } from 'node:tls';
 import { once } from 'node:events';
-import { defaultConfig } from '../../../src/config';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
-import { WebhookServer } from '../../../src/server/webhook-server';
-import { admissionReview, fixturePods, httpsRequest, silentLogger, temporaryDirectory, type HttpsRequestOptions } from './webhook-test-kit';
+import type { WebhookServer } from '../../../src/server/webhook-server';
+import { admissionReview, fixturePods, httpsRequest, temporaryDirectory, type HttpsRequestOptions } from './webhook-test-kit';
+import { startTestServer } from './test-server';
 
 let server: WebhookServer;
 let port: number;
@@ -19,15 +19,7 @@ const BODY_LIMIT = 64 * 1024;
 beforeAll(async () => {
   const paths = ensureDevCertificates(directory.path);
   ca = readCertificateFiles({ certPath: paths.caCert, keyPath: paths.key }).cert;
-  server = await WebhookServer.start({
-    host: '127.0.0.1',
-    port: 0,
-    config: defaultConfig(),
-    logger: silentLogger(),
-    certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
-    shutdownDelayMs: 0,
-    limits: { bodyLimitBytes: BODY_LIMIT },
-  });
+  server = await startTestServer(paths, { limits: { bodyLimitBytes: BODY_LIMIT } });
   port = server.address().port;
 });
 afterAll(async () => {

@@ -8,11 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { defaultConfig } from '../../../src/config';
 import { ensureDevCertificates } from '../../../src/certs/dev';
-import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
-import { WebhookServer } from '../../../src/server/webhook-server';
+import type { WebhookServer } from '../../../src/server/webhook-server';
+import { startTestServer } from './test-server';
 import { REPO_ROOT, admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
 
 const directory = temporaryDirectory();
@@ -47,13 +46,8 @@ const logs: Record<string, unknown>[] = [];
  */
 async function start(core: string, inline = false, decisionTimeoutMs = 1000): Promise<WebhookServer> {
   logs.length = 0;
-  server = await WebhookServer.start({
-    host: '127.0.0.1',
-    port: 0,
-    config: defaultConfig(),
+  server = await startTestServer(paths, {
     logger: pino(new Writable({ write: (chunk, _e, done) => (logs.push(JSON.parse(String(chunk))), done()) })),
-    certificate: readCertificateFiles({ certPath: paths.cert, keyPath: paths.key }),
-    shutdownDelayMs: 0,
     coreModule: core,
     // One worker: a failed one must be replaced before anything else can be answered.
     limits: { concurrency: 1 },
