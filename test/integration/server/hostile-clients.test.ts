@@ -209,16 +209,26 @@ describe('admission slots', () => {
    * named "stuck" until the decision deadline frees it; with a sender and a reader of its metrics.
    */
   async function startOneSlotServer(coreFile: string) {
+    const port = await startServer({ coreModule: stuckCore(coreFile), limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
+    return { port, ...clientOf(port) };
+  }
+
+  /** The real core, except that it never finishes a pod named "stuck" (the decision deadline frees its worker). */
+  function stuckCore(coreFile: string): string {
     const core = join(directory.path, coreFile);
     const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
     writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
-    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
+    return core;
+  }
+
+  /** A sender of reviews to the server on `port`, and a reader of its metrics. */
+  function clientOf(port: number) {
     const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
     const metric = async (name: string) => {
       const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
       return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics.text)?.[1]);
     };
-    return { port, send, metric };
+    return { send, metric };
   }
 
   test('with every slot and the waiting line taken, a review gets 429 with Retry-After; the waiting ones are answered', async () => {
@@ -240,21 +250,15 @@ describe('admission slots', () => {
   });
 
   test('a small review takes a small slot: it is answered while a large one holds every large slot', async () => {
-    const core = join(directory.path, 'slow-large-core.cjs');
-    const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
-    writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
     // One large slot, no waiting line: a second large review is refused at once.
-    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 0 }, decisionTimeoutMs: 3000 });
-    const send = (body: string) => httpsRequest({ port, ca, servername: 'localhost', body });
+    const port = await startServer({ coreModule: stuckCore('slow-large-core.cjs'), limits: { concurrency: 1, queueLimit: 0 }, decisionTimeoutMs: 3000 });
+    const { send, metric } = clientOf(port);
     const large = (uid: string, name: string) =>
       JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, name, annotations: { padding: 'x'.repeat(70 * 1024) } } }, { uid }));
     expect(Buffer.byteLength(large('u', 'stuck'))).toBeGreaterThan(64 * 1024);
 
     const stuck = send(large('stuck-uid', 'stuck'));
-    await eventually('the large review to hold the large slot', async () => {
-      const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
-      return /^drainguard_admissions_in_progress 1$/m.test(metrics.text) ? true : undefined;
-    });
+    await eventually('the large review to hold the large slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
     expect((await send(large('second-large-uid', 'envoy-y'))).status).toBe(429);
     const small = await send(review('small-uid'));
     expect(small.status).toBe(200);
