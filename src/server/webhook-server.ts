@@ -1,8 +1,8 @@
 /**
- * The HTTPS server around the admission handler and the express app: TLS ≥ 1.2 with forward-secret AEAD suites only,
- * certificates swapped in place without a restart, bounded connections, handshakes and admissions,
- * readiness, and the shutdown sequence Kubernetes needs (fail readiness, keep serving while endpoints
- * are removed, stop accepting, let in-flight requests finish).
+ * The HTTPS server around the admission handler and the express app: TLS ≥ 1.2 with forward-secret
+ * AEAD suites only, certificates swapped in place without a restart, bounded connections, handshakes
+ * and admissions, readiness, and the shutdown sequence Kubernetes needs (fail readiness, keep serving
+ * while endpoints are removed, stop accepting, let in-flight requests finish).
  */
 import { createServer, type Server } from 'node:https';
 import { Server as TlsServer, createSecureContext, type TLSSocket } from 'node:tls';
@@ -136,7 +136,10 @@ export class WebhookServer {
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
     const core = loadCoreModule(options.coreModule);
     const isDraining = () => this.shuttingDown;
-    const batch = new DecisionBatch<Buffer, Decided>({ decideOne: (body) => decideBody(body, options.config, core), budgetMs: DEFAULT_BATCH_BUDGET_MS });
+    const batch = new DecisionBatch<Buffer, Decided>({
+      decideOne: (body) => decideBody(body, options.config, core),
+      budgetMs: DEFAULT_BATCH_BUDGET_MS,
+    });
     const slots = new AdmissionSlots(
       new AdmissionLimiter(this.limits.smallConcurrency, this.limits.queueLimit),
       new AdmissionLimiter(this.limits.concurrency, this.limits.queueLimit),
