@@ -88,14 +88,37 @@ const DOT_SEGMENT = /\/\.\.?(\/|$)/;
 const OCTET = /^(0|[1-9][0-9]{0,2})$/;
 const PORT = /^[1-9][0-9]{0,4}$/;
 
-function unixProblem(path: string): string | undefined {
-  if (!path.startsWith('/')) return 'a unix socket needs an absolute path, e.g. unix:/admin/admin.sock';
+/** Why `path` is not an absolute path of plain segments of at most `maxBytes`, or undefined. */
+function plainPathProblem(path: string, maxBytes: number, what: string): string | undefined {
   // Checked before the segments, so an enormous value costs no more than this comparison.
-  if (path.length > MAX_UNIX_SOCKET_PATH_BYTES) return `the socket path is longer than ${MAX_UNIX_SOCKET_PATH_BYTES} bytes`;
+  if (path.length > maxBytes) return `${what} is longer than ${maxBytes} bytes`;
   if (!SEGMENTED_PATH.test(path) || DOT_SEGMENT.test(path)) {
     return 'each path segment must be letters, digits, ".", "_" or "-", and not "." or ".."';
   }
   return undefined;
+}
+
+function unixProblem(path: string): string | undefined {
+  if (!path.startsWith('/')) return 'a unix socket needs an absolute path, e.g. unix:/admin/admin.sock';
+  return plainPathProblem(path, MAX_UNIX_SOCKET_PATH_BYTES, 'the socket path');
+}
+
+// ── The termination message file ───────────────────────────────────────────────────────────────
+
+/**
+ * Where the drain leaves its record (src/drain-record.ts): the Envoy container's own
+ * `terminationMessagePath`, which the kubelet bind-mounts over a file it created with mode 0666. The
+ * same plain-segment rule as a unix socket path: nothing in it needs quoting, and no `..` can lead the
+ * write elsewhere. Kubernetes' own default is /dev/termination-log.
+ */
+export const MAX_TERMINATION_MESSAGE_PATH_BYTES = 1024;
+export const TERMINATION_MESSAGE_PATH_FORM =
+  `an absolute path of letters, digits, ".", "_", "-" and "/" (no empty, "." or ".." segment), at most ${MAX_TERMINATION_MESSAGE_PATH_BYTES} bytes`;
+
+/** Why `path` cannot be the drain's `--termination-message-path`, or undefined when it can. */
+export function terminationMessagePathProblem(path: string): string | undefined {
+  if (!path.startsWith('/')) return 'the termination message path must be absolute, e.g. /dev/termination-log';
+  return plainPathProblem(path, MAX_TERMINATION_MESSAGE_PATH_BYTES, 'the termination message path');
 }
 
 /** The IP literal to connect to for `host`, or undefined when it is not a loopback literal. */
@@ -136,7 +159,7 @@ export function readAdminAddress(text: string): AdminAddressReading {
 
 // ── Flags ──────────────────────────────────────────────────────────────────────────────────────
 
-export type FlagKind = 'duration' | 'count' | 'address' | 'regex' | 'string' | 'boolean';
+export type FlagKind = 'duration' | 'count' | 'address' | 'regex' | 'file' | 'string' | 'boolean';
 
 export interface FlagSpec {
   readonly kind: FlagKind;
@@ -144,17 +167,19 @@ export interface FlagSpec {
   /** As the user would type it: shown in the usage text, and parsed like a given value when the flag is absent. */
   readonly default?: string;
   readonly repeatable?: boolean;
+  /** A single-valued flag that may be left out, and then sets nothing. */
+  readonly optional?: boolean;
   /** Durations only: 0 is refused. */
   readonly positive?: boolean;
   /** Name of the value in the usage text (e.g. DIR); derived from the kind when absent. */
   readonly placeholder?: string;
 }
 
-/** duration → milliseconds, count → number, address → AdminAddress, regex → its (valid) source, boolean → true. */
+/** duration → milliseconds, count → number, address → AdminAddress, regex → its (valid) source, file → the path, boolean → true. */
 export type FlagValue = number | string | boolean | AdminAddress;
 export type ParsedFlags = Map<string, FlagValue[]>;
 
-const PLACEHOLDERS: Record<FlagKind, string> = { duration: 'DURATION', count: 'N', address: 'ADDRESS', regex: 'REGEX', string: 'VALUE', boolean: '' };
+const PLACEHOLDERS: Record<FlagKind, string> = { duration: 'DURATION', count: 'N', address: 'ADDRESS', regex: 'REGEX', file: 'PATH', string: 'VALUE', boolean: '' };
 
 function shown(text: string): string {
   return JSON.stringify(text.length > 64 ? `${text.slice(0, 61)}...` : text);
@@ -190,6 +215,11 @@ function parseValue(name: string, spec: FlagSpec, text: string): FlagValue {
         throw new UsageError(`--${name} ${shown(text)}: invalid regular expression (${(error as Error).message})`);
       }
       return text;
+    case 'file': {
+      const problem = terminationMessagePathProblem(text);
+      if (problem !== undefined) throw new UsageError(`--${name} ${shown(text)}: ${problem}`);
+      return text;
+    }
     case 'string':
       return text;
     case 'boolean':
@@ -259,6 +289,8 @@ export interface DrainArguments {
   excludeListeners: string[];
   /** Ask for `drain_listeners?inboundonly` (honoured only on Envoy ≥ 1.34). */
   inboundOnly: boolean;
+  /** Where the drain record goes (the Envoy container's terminationMessagePath); absent: no record. */
+  terminationMessagePath?: string;
 }
 
 /** The program's defaults. drainguard's configuration takes its drain defaults from here. */
@@ -325,9 +357,24 @@ export const DRAIN_FLAGS = {
     help: 'timeout of each admin API call',
   },
   'inbound-only': { setting: 'inboundOnly', kind: 'boolean', help: 'drain only inbound listeners (drain_listeners?inboundonly, Envoy >= 1.34)' },
+  'termination-message-path': {
+    setting: 'terminationMessagePath',
+    kind: 'file',
+    optional: true,
+    help: "write the drain record to this file (the Envoy container's terminationMessagePath); none when absent",
+  },
 } as const satisfies Record<string, DrainFlagSpec>;
 
 const DRAIN_FLAG_ENTRIES: readonly [string, DrainFlagSpec][] = Object.entries(DRAIN_FLAGS);
+
+/**
+ * Whether `drain` refuses a command line without this flag: one that has no default, holds one value,
+ * is not a switch and is not optional. The parser fills in defaults first, so both the parser and the
+ * formatter judge a missing flag by this.
+ */
+function isRequired(spec: DrainFlagSpec): boolean {
+  return spec.default === undefined && !spec.repeatable && spec.kind !== 'boolean' && !spec.optional;
+}
 
 /** The settings `drain` runs with, from flags parsed against DRAIN_FLAGS. */
 export function drainArguments(flags: ParsedFlags): DrainArguments {
@@ -336,8 +383,8 @@ export function drainArguments(flags: ParsedFlags): DrainArguments {
     const values = flags.get(name) ?? [];
     if (spec.repeatable) settings[spec.setting] = values;
     else if (spec.kind === 'boolean') settings[spec.setting] = values.length > 0;
-    else if (values.length === 0) throw new UsageError(`--${name} is required`);
-    else settings[spec.setting] = values[0];
+    else if (values.length > 0) settings[spec.setting] = values[0];
+    else if (isRequired(spec)) throw new UsageError(`--${name} is required`);
   }
   return settings as DrainArguments;
 }
@@ -358,13 +405,6 @@ function formatValue(kind: FlagKind, value: unknown): string {
   }
 }
 
-/**
- * Whether `drain` refuses a command line without this flag: one that has no default, holds one value,
- * and is not a switch. `drainArguments` reaches the same verdict after the parser filled in defaults.
- */
-function isRequired(spec: DrainFlagSpec): boolean {
-  return spec.default === undefined && !spec.repeatable && spec.kind !== 'boolean';
-}
 
 const NO_VALUES: readonly unknown[] = [];
 

@@ -9,6 +9,7 @@
  * answer, so 10,000 listeners or a million stats cost the same few kilobytes; only time grows, and the
  * admin call's timeout bounds that.
  */
+import type { OpenListener } from '../drain-record';
 import type { BodyReader } from './http1';
 import { platform } from './platform/current';
 import { utf8Decode, utf8Encode } from './platform/utf8';
@@ -41,7 +42,14 @@ export interface ConnectionCount {
   listeners: ListenerGauge[];
   /** Listener gauges seen but not kept in `listeners` (beyond the caller's limit). */
   omitted: number;
+  /** Counted listeners holding connections, most first: at most MAX_OPEN_LISTENERS_KEPT (the drain record's). */
+  open: OpenListener[];
+  /** Counted listeners holding connections that are not in `open`. */
+  openOmitted: number;
 }
+
+/** Open listeners kept per reading: more than a drain record has room for (record-file.ts). */
+export const MAX_OPEN_LISTENERS_KEPT = 32;
 
 /** What one stats answer gave: a count, or why there is none. */
 export type GaugeScan = ({ ok: true } & ConnectionCount) | { ok: false; error: string };
@@ -151,6 +159,10 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   private total = 0;
   private listeners: ListenerGauge[] = [];
   private omitted = 0;
+  private open: OpenListener[] = [];
+  private openOmitted = 0;
+  /** The fewest connections among `open` once it is full: a listener with no more is not kept. */
+  private openFloor = 0;
 
   /** `keepListeners` bounds the per-listener rows kept (status shows them); the drain keeps none. */
   constructor(
@@ -185,7 +197,8 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
       }
     }
     if (this.error !== undefined) return { ok: false, error: this.error };
-    return { ok: true, total: this.visible === 0 ? null : this.total, listeners: this.listeners, omitted: this.omitted };
+    const open = this.open.sort((a, b) => b.connections - a.connections);
+    return { ok: true, total: this.visible === 0 ? null : this.total, listeners: this.listeners, omitted: this.omitted, open, openOmitted: this.openOmitted };
   }
 
   private scan(text: string): void {
@@ -455,9 +468,28 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
     if (listener === '' || isPerHandler(listener)) return;
     const role = roleOf(listener, this.excludes);
     if (role !== 'admin') this.visible++;
-    if (role === 'counted') this.total += value;
+    if (role === 'counted') {
+      this.total += value;
+      if (value > 0) this.noteOpen(listener, value);
+    }
     if (this.listeners.length < this.keepListeners) this.listeners.push({ listener, active: value, role });
     else this.omitted++;
+  }
+
+  /** Keeps the MAX_OPEN_LISTENERS_KEPT listeners with the most connections; scans `open` only to replace one. */
+  private noteOpen(name: string, connections: number): void {
+    const open = this.open;
+    if (open.length < MAX_OPEN_LISTENERS_KEPT) {
+      open.push({ name, connections });
+      if (open.length === MAX_OPEN_LISTENERS_KEPT) this.openFloor = Math.min(...open.map((l) => l.connections));
+      return;
+    }
+    this.openOmitted++;
+    if (connections <= this.openFloor) return;
+    let smallest = 0;
+    for (let i = 1; i < open.length; i++) if ((open[i] as OpenListener).connections < (open[smallest] as OpenListener).connections) smallest = i;
+    open[smallest] = { name, connections };
+    this.openFloor = Math.min(...open.map((l) => l.connections));
   }
 
   private resetCount(): void {
@@ -465,6 +497,9 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
     this.total = 0;
     this.listeners = [];
     this.omitted = 0;
+    this.open = [];
+    this.openOmitted = 0;
+    this.openFloor = 0;
   }
 }
 
@@ -477,5 +512,5 @@ export function countConnections(body: string | Uint8Array, excludes: readonly R
   scanner.push(typeof body === 'string' ? utf8Encode(body) : body);
   const scan = scanner.finish();
   if (!scan.ok) throw new Error(scan.error);
-  return { total: scan.total, listeners: scan.listeners, omitted: scan.omitted };
+  return { total: scan.total, listeners: scan.listeners, omitted: scan.omitted, open: scan.open, openOmitted: scan.openOmitted };
 }

@@ -26,11 +26,12 @@ import {
 } from '../drain-contract';
 import { AdminCallError, createAdminClient } from './admin-client';
 import { platformClock } from './clock';
-import { drainEnvoy, type DrainSettings } from './drain';
+import { DrainRun, type DrainSettings } from './drain';
 import { InstallError, installExecutable } from './install';
 import { createLog, LOG_TARGET_ENV, openLogSink } from './log';
 import { platform as currentPlatform } from './platform/current';
 import type { Platform } from './platform/platform';
+import { recordFileSink } from './record-file';
 import { readStatus, renderStatusTable } from './status';
 import { VERSION } from '../version';
 
@@ -86,31 +87,37 @@ async function runInstall(flags: ParsedFlags, platform: Platform): Promise<numbe
 }
 
 /** `drain`'s flags (parsed by the drain contract, which the webhook writes them with) as the drain loop's settings. */
-function drainSettings(flags: ParsedFlags): { address: AdminAddress; settings: DrainSettings } {
-  const { admin, excludeListeners, ...timing } = drainArguments(flags);
+function drainSettings(flags: ParsedFlags): { address: AdminAddress; recordPath: string | undefined; settings: DrainSettings } {
+  const { admin, excludeListeners, terminationMessagePath, ...timing } = drainArguments(flags);
   const settings: DrainSettings = {
     ...timing,
     adminLabel: admin.text,
     excludeListeners: excludeListeners.map((pattern) => new RegExp(pattern)),
   };
-  return { address: admin, settings };
+  return { address: admin, recordPath: terminationMessagePath, settings };
 }
 
 async function runDrain(flags: ParsedFlags, platform: Platform): Promise<number> {
-  const { address, settings } = drainSettings(flags);
+  const { address, recordPath, settings } = drainSettings(flags);
   const sink = openLogSink(platform, platform.env(LOG_TARGET_ENV));
   const log = createLog(sink);
+  const drain = new DrainRun(settings, {
+    admin: createAdminClient(platform, address),
+    clock: platformClock(platform),
+    log,
+    ...(recordPath === undefined ? {} : { record: recordFileSink(platform, recordPath) }),
+  });
   // Belt and braces: whatever happens inside (a bug, an admin call that outlives its timeout), the hook
   // returns by the deadline; and should JavaScript itself be stuck, the host ends the process. Both
   // timers take any deadline the flags accept (platform.ts: no overflow above 2^31-1 ms).
   const safetyTimer = platform.setTimer(settings.deadlineMs + SAFETY_TIMER_GRACE_MS, () => {
-    log('summary', { reason: 'deadline', note: 'safety timer' });
+    drain.finish('deadline', { note: 'safety timer' });
     sink.close();
     platform.exit(0);
   });
   const hardDeadline = platform.armHardDeadline(settings.deadlineMs + HARD_DEADLINE_GRACE_MS);
   try {
-    await drainEnvoy(settings, { admin: createAdminClient(platform, address), clock: platformClock(platform), log });
+    await drain.run();
   } catch (error) {
     log('error', { error: (error as Error).message });
   } finally {

@@ -102,9 +102,10 @@ function inputsHash() {
     .map((file) => `${relative(ROOT, file)}\n${readFileSync(file, 'utf8')}`);
   return hashOf([
     ...sources,
-    // The two modules outside src/shutdown the program imports (test/unit/shutdown checks there are no others).
+    // The modules outside src/shutdown the program imports (test/unit/shutdown checks there are no others).
     readFileSync(join(ROOT, 'src/version.ts'), 'utf8'),
     readFileSync(join(ROOT, 'src/drain-contract.ts'), 'utf8'),
+    readFileSync(join(ROOT, 'src/drain-record.ts'), 'utf8'),
     `esbuild ${esbuildVersion}`,
     QUICKJS.integrity,
     values.libc,

@@ -2,9 +2,9 @@
  * The platform on Node: what the unit tests run the program on. The shipped executable uses
  * quickjs.ts instead; both implement platform.ts with the same behaviour.
  */
-import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
-import { longTimer, MAX_NODE_TIMER_MS, type FileSystem, type LogTarget, type OutputFile, type Platform, type SocketAddress, type Stream, type StreamEvents } from './platform';
+import { longTimer, MAX_NODE_TIMER_MS, type FileSystem, type LogTarget, type OutputFile, type Platform, type RecordFile, type SocketAddress, type Stream, type StreamEvents } from './platform';
 
 function errnoCode(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? 'EIO';
@@ -28,6 +28,16 @@ function nodeConnect(address: SocketAddress, events: StreamEvents): Stream {
   };
 }
 
+/** A write to a non-blocking descriptor: the bytes it took, 0 when it can take none now. */
+function tryWrite(fd: number, bytes: Uint8Array): number {
+  try {
+    return writeSync(fd, bytes);
+  } catch (error) {
+    if (errnoCode(error) === 'EAGAIN') return 0;
+    throw error;
+  }
+}
+
 /** Non-blocking writes through a descriptor of our own (see log.ts for why). */
 function openOutput(target: LogTarget): OutputFile {
   const { O_WRONLY, O_APPEND, O_CREAT, O_NONBLOCK, O_NOCTTY } = constants;
@@ -45,17 +55,20 @@ function openOutput(target: LogTarget): OutputFile {
   }
   const owned = fd > 2;
   return {
-    tryWrite: (bytes) => {
-      try {
-        return writeSync(fd, bytes);
-      } catch (error) {
-        if (errnoCode(error) === 'EAGAIN') return 0;
-        throw error;
-      }
-    },
+    tryWrite: (bytes) => tryWrite(fd, bytes),
     close: () => {
       if (owned) closeSync(fd);
     },
+  };
+}
+
+function openRecordFile(path: string): RecordFile {
+  const { O_WRONLY, O_NONBLOCK, O_NOCTTY } = constants;
+  const fd = openSync(path, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+  return {
+    tryWrite: (bytes) => tryWrite(fd, bytes),
+    truncate: (length) => ftruncateSync(fd, length),
+    close: () => closeSync(fd),
   };
 }
 
@@ -110,6 +123,7 @@ export const nodePlatform: Platform = {
     (stream === 'stdout' ? process.stdout : process.stderr).write(text);
   },
   openLogTarget: openOutput,
+  openRecordFile,
   files,
   exit: (code) => process.exit(code),
 };

@@ -39,6 +39,12 @@ export interface OutputFile {
 
 export type LogTarget = { kind: 'stdout' } | { kind: 'stderr' } | { kind: 'path'; path: string };
 
+/** A file rewritten in place (the drain record): written from its start, never blocking, then cut to length. */
+export interface RecordFile extends OutputFile {
+  /** Sets the file's length (ftruncate): what a shorter text leaves of a longer one goes. */
+  truncate(length: number): void;
+}
+
 export interface FileSystem {
   /** Creates one directory level; throws with `code` (EEXIST, ENOENT, EACCES, ENOTDIR, EROFS, ...). */
   makeDirectory(path: string, mode: number): void;
@@ -81,6 +87,12 @@ export interface Platform {
   print(stream: 'stdout' | 'stderr', text: string): void;
   /** Opens a log target for non-blocking writes; throws with `code` when it cannot be opened. */
   openLogTarget(target: LogTarget): OutputFile;
+  /**
+   * Opens an existing file for non-blocking writes from its start (no O_CREAT, no O_APPEND: the kubelet
+   * creates the termination message file); throws with `code` (ENOENT, EACCES, ENXIO for a FIFO nobody
+   * reads, ...) when it cannot be opened.
+   */
+  openRecordFile(path: string): RecordFile;
   readonly files: FileSystem;
   exit(code: number): never;
 }

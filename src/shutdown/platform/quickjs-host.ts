@@ -24,6 +24,7 @@ export interface QuickJsHost {
   open(path: string, flags: number, mode: number): number;
   fsync(fd: number): void;
   fchmod(fd: number, mode: number): void;
+  ftruncate(fd: number, length: number): void;
   rename(from: string, to: string): void;
   unlink(path: string): void;
   mkdir(path: string, mode: number): void;

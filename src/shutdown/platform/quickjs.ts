@@ -4,7 +4,7 @@
  * reporting a refused connection asynchronously), it is done here explicitly.
  */
 import { utf8Encode } from './utf8';
-import type { FileSystem, LogTarget, OutputFile, Platform, SocketAddress, Stream, StreamEvents } from './platform';
+import type { FileSystem, LogTarget, OutputFile, Platform, RecordFile, SocketAddress, Stream, StreamEvents } from './platform';
 import { quickJsHost, type QuickJsHost } from './quickjs-host';
 
 /** Reads per readiness callback: a fast sender must not keep timers (the call's timeout) waiting. */
@@ -122,6 +122,15 @@ function openOutput(host: QuickJsHost, target: LogTarget): OutputFile {
   };
 }
 
+function openRecordFile(host: QuickJsHost, path: string): RecordFile {
+  const fd = host.open(path, host.O_WRONLY | host.O_NONBLOCK | host.O_NOCTTY, 0);
+  return {
+    tryWrite: (bytes) => Math.max(0, host.tryWrite(fd, bytes)),
+    truncate: (length) => host.ftruncate(fd, length),
+    close: () => host.close(fd),
+  };
+}
+
 function fileSystem(host: QuickJsHost): FileSystem {
   return {
     makeDirectory: (path, mode) => host.mkdir(path, mode),
@@ -184,6 +193,7 @@ export function quickJsPlatform(): Platform {
     latin1: (bytes) => host.latin1(bytes),
     print: (stream, text) => host.writeAll(stream === 'stdout' ? 1 : 2, utf8Encode(text)),
     openLogTarget: (target) => openOutput(host, target),
+    openRecordFile: (path) => openRecordFile(host, path),
     files: fileSystem(host),
     exit: (code) => host.exit(code),
   };

@@ -4,12 +4,13 @@
  * The program itself is TypeScript (src/shutdown), bundled by esbuild and compiled to QuickJS bytecode
  * by qjsc (the build links that bytecode in as `envoy_shutdown_bytecode`). This file gives it what a
  * JavaScript engine alone does not have, as one global object `host` (its TypeScript view is
- * src/shutdown/platform/quickjs-host.d.ts; src/shutdown/platform/quickjs.ts builds the platform on it):
+ * src/shutdown/platform/quickjs-host.ts; src/shutdown/platform/quickjs.ts builds the platform on it):
  *
  *   - an event loop: timers and file-descriptor readiness, driven by poll(2), with QuickJS's promise
  *     jobs run after every callback;
  *   - non-blocking sockets (unix and loopback TCP `connect`), reads and writes;
- *   - the file calls `install` needs (open, fchmod, fsync, rename, mkdir, unlink);
+ *   - the file calls `install` needs (open, fchmod, fsync, rename, mkdir, unlink), and ftruncate for the
+ *     drain record rewritten in place;
  *   - arguments, environment, the executable's own path, a monotonic clock, exit;
  *   - a hard deadline (setitimer + SIGALRM → _exit(0)) that ends the process even if JavaScript is
  *     stuck, e.g. in a pathological regular expression.
@@ -480,6 +481,19 @@ static JSValue host_fchmod(JSContext *ctx, JSValueConst this_val, int argc, JSVa
     return JS_UNDEFINED;
 }
 
+/* host.ftruncate(fd, length): the drain record is rewritten in place, then cut to its length. */
+static JSValue host_ftruncate(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    int fd;
+    double length;
+    if (arg_int(ctx, argv[0], &fd) || JS_ToFloat64(ctx, &length, argv[1])) return JS_EXCEPTION;
+    if (!(length >= 0) || length > 1e15) return JS_ThrowRangeError(ctx, "ftruncate: length out of range");
+    int result;
+    while ((result = ftruncate(fd, (off_t)length)) < 0 && errno == EINTR) {}
+    if (result < 0) return throw_errno(ctx, "ftruncate", errno);
+    return JS_UNDEFINED;
+}
+
 static JSValue host_rename(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     const char *from = arg_path(ctx, argv[0]);
@@ -693,6 +707,7 @@ static const JSCFunctionListEntry host_functions[] = {
     FUNCTION("open", host_open, 3),
     FUNCTION("fsync", host_fsync, 1),
     FUNCTION("fchmod", host_fchmod, 2),
+    FUNCTION("ftruncate", host_ftruncate, 2),
     FUNCTION("rename", host_rename, 2),
     FUNCTION("unlink", host_unlink, 1),
     FUNCTION("mkdir", host_mkdir, 2),

@@ -54,7 +54,11 @@ describe('the flag table round trip: format, then parse, gives back the settings
     requestTimeoutMs: positiveDuration,
     excludeListeners: fc.array(fc.constantFrom('_8002$', '^admin$', '[.]', 'a/b', 'stats|metrics', '--x', '=', ''), { maxLength: 4 }),
     inboundOnly: fc.boolean(),
-  });
+    terminationMessagePath: fc.option(
+      fc.array(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,9}$/), { minLength: 1, maxLength: 6 }).map((segments) => `/${segments.join('/')}`),
+      { nil: undefined },
+    ),
+  }, { requiredKeys: ['admin', 'deadlineMs', 'drainDelayMs', 'minDrainMs', 'minConnections', 'pollIntervalMs', 'requestTimeoutMs', 'excludeListeners', 'inboundOnly'] });
 
   test('for generated settings', () => {
     fc.assert(
@@ -91,6 +95,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
       requestTimeoutMs: 2000,
       excludeListeners: ['_8002$', '_9090$'],
       inboundOnly: true,
+      terminationMessagePath: '/dev/termination-log',
     };
     const args = formatDrainArguments(given);
     const written = args.filter((arg) => arg.startsWith('--')).map((flag) => flag.slice(2));
@@ -106,6 +111,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
       '--exclude-listener', '_9090$',
       '--request-timeout', '2s',
       '--inbound-only',
+      '--termination-message-path', '/dev/termination-log',
     ]);
   });
 
@@ -140,6 +146,8 @@ describe('the flag table round trip: format, then parse, gives back the settings
     ['a count above the maximum', { admin: address('unix:/a'), minConnections: MAX_MIN_CONNECTIONS + 1 }],
     ['an invalid pattern', { admin: address('unix:/a'), excludeListeners: ['('] }],
     ['two values for a single-valued flag', { admin: address('unix:/a'), deadlineMs: [1000, 2000] as unknown as number }],
+    ['a relative termination message path', { admin: address('unix:/a'), terminationMessagePath: 'dev/termination-log' }],
+    ['a termination message path with a .. segment', { admin: address('unix:/a'), terminationMessagePath: '/dev/../etc/passwd' }],
   ])('the formatter refuses to write what the parser would refuse: %s', (_label, given) => {
     expect(() => formatDrainArguments(given)).toThrow(/drainguard bug: envoy-shutdown drain would refuse/);
   });

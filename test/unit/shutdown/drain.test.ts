@@ -1,6 +1,9 @@
 import { AdminCallError, type AdminClient, type AdminResponse } from '../../../src/shutdown/admin-client';
 import type { Clock } from '../../../src/shutdown/clock';
-import { drainEnvoy, type DrainSettings } from '../../../src/shutdown/drain';
+import { encodeDrainRecord, readDrainRecord, type DrainRecord } from '../../../src/drain-record';
+import { DrainRun, drainEnvoy, type DrainSettings } from '../../../src/shutdown/drain';
+import type { RecordSink } from '../../../src/shutdown/record-file';
+import { VERSION } from '../../../src/version';
 import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
 import type { LogFields } from '../../../src/shutdown/log';
 
@@ -247,5 +250,147 @@ describe('drainEnvoy', () => {
         ['/drain_listeners?graceful', 4000],
       ]);
     });
+  });
+});
+
+describe('the drain record', () => {
+  /** A record sink that keeps what it was given, with the virtual time of each write. */
+  function recordingSink(clock: FakeClock, fail = false): RecordSink & { written: Array<{ record: DrainRecord; at: number }> } {
+    const written: Array<{ record: DrainRecord; at: number }> = [];
+    return {
+      path: '/dev/termination-log',
+      written,
+      write(record) {
+        written.push({ record, at: clock.t });
+        return fail ? { ok: false, error: '/dev/termination-log: No space left on device (ENOSPC)' } : { ok: true, bytes: 100 };
+      },
+    };
+  }
+
+  async function runWithRecord(script: (method: string, path: string, t: number) => Answer, overrides: Partial<DrainSettings> = {}, fail = false) {
+    const clock = new FakeClock();
+    const { admin, calls } = fakeAdmin(clock, script);
+    const logs: Array<{ phase: string } & LogFields> = [];
+    const sink = recordingSink(clock, fail);
+    const summary = await drainEnvoy(settings(overrides), {
+      admin,
+      clock,
+      log: (phase, fields = {}) => logs.push({ phase, ...fields }),
+      record: sink,
+      wallClock: () => new Date(Date.UTC(2026, 11, 1, 21, 0, 0)),
+    });
+    return { summary, calls, logs, written: sink.written, clock };
+  }
+
+  const twoListeners = (a: number, b: number) =>
+    ok(
+      JSON.stringify({
+        stats: [
+          { name: 'listener.0.0.0.0_8002.downstream_cx_active', value: 4 },
+          { name: 'listener.ingress_http.downstream_cx_active', value: a },
+          { name: 'listener.ingress_http.worker_0.downstream_cx_active', value: a },
+          { name: 'listener.ingress_https.downstream_cx_active', value: b },
+        ],
+      }),
+    );
+
+  test('a started record is written before the first admin call, and the finished one at the end', async () => {
+    const { written, calls, summary } = await runWithRecord(envoy('1.31.2', (t) => (t < 3000 ? 2 : 0)), { minDrainMs: 1000 });
+    expect(written.map((w) => w.record.state)).toEqual(['started', 'finished']);
+    expect(written[0]?.at).toBe(0);
+    expect(calls[0]?.at).toBe(0);
+    expect(written[0]?.record).toEqual({ state: 'started', version: VERSION, startedAt: '2026-12-01T21:00:00.000Z', deadlineMs: 60_000 });
+    expect(written[1]?.record).toEqual({
+      state: 'finished',
+      version: VERSION,
+      startedAt: '2026-12-01T21:00:00.000Z',
+      deadlineMs: 60_000,
+      reason: 'drained',
+      durationMs: summary.durationMs,
+      connectionsAtStart: 2,
+      connectionsAtEnd: 0,
+      openListeners: [],
+      openListenersOmitted: 0,
+      healthcheckFailedAtMs: 0,
+      envoyVersion: '1.31.2',
+    });
+    // Both readable by the reporter's strict reader.
+    for (const { record } of written) expect(readDrainRecord(encodeDrainRecord(record))).toEqual({ kind: 'record', record });
+  });
+
+  test('a deadline record names the listeners still open, most connections first, and when the health check was failed', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { written, logs } = await runWithRecord(
+      (m, p, t) => (p === LISTENER_GAUGES_PATH ? twoListeners(3, 7) : healthy(m, p, t)),
+      { deadlineMs: 10_000, drainDelayMs: 2000 },
+    );
+    expect(written.at(-1)?.record).toMatchObject({
+      state: 'finished',
+      reason: 'deadline',
+      connectionsAtStart: 10,
+      connectionsAtEnd: 10,
+      openListeners: [
+        { name: 'ingress_https', connections: 7 },
+        { name: 'ingress_http', connections: 3 },
+      ],
+      openListenersOmitted: 0,
+      healthcheckFailedAtMs: 2000,
+    });
+    expect(logs.at(-1)).toMatchObject({ phase: 'summary', reason: 'deadline', healthcheck_failed_at_ms: 2000, record: 'written (100 bytes)' });
+  });
+
+  test('a health check that was never failed is null in the record; an unknown count lists no listeners', async () => {
+    const { written } = await runWithRecord(
+      (m, p) => (p === '/healthcheck/fail' ? { status: 405, body: '' } : p === LISTENER_GAUGES_PATH ? ok('{"stats":[]}') : m === 'POST' ? ok() : serverInfo('1.31.2')),
+      { deadlineMs: 5000 },
+    );
+    expect(written.at(-1)?.record).toMatchObject({ reason: 'deadline', healthcheckFailedAtMs: null, connectionsAtEnd: null, openListeners: [] });
+  });
+
+  test('a record write that fails is logged and the drain goes on exactly as without a record', async () => {
+    const script = envoy('1.31.2', (t) => (t < 3000 ? 2 : 0));
+    const without = await run(script, { minDrainMs: 1000 });
+    const failing = await runWithRecord(script, { minDrainMs: 1000 }, true);
+    expect(failing.summary).toEqual(without.summary);
+    expect(failing.calls).toEqual(without.calls);
+    expect(failing.written.map((w) => w.record.state)).toEqual(['started', 'finished']);
+    expect(failing.logs.find((l) => l.phase === 'record')).toMatchObject({
+      state: 'started',
+      outcome: 'not written: /dev/termination-log: No space left on device (ENOSPC)',
+    });
+    expect(failing.logs.at(-1)).toMatchObject({ phase: 'summary', record: 'not written: /dev/termination-log: No space left on device (ENOSPC)' });
+  });
+
+  test('a sink that throws does not stop the drain either', async () => {
+    const clock = new FakeClock();
+    const { admin } = fakeAdmin(clock, envoy('1.31.2', () => 0));
+    const logs: Array<{ phase: string } & LogFields> = [];
+    const summary = await drainEnvoy(settings({ minDrainMs: 0 }), {
+      admin,
+      clock,
+      log: (phase, fields = {}) => logs.push({ phase, ...fields }),
+      record: {
+        path: '/x',
+        write: () => {
+          throw new Error('boom');
+        },
+      },
+    });
+    expect(summary.reason).toBe('drained');
+    expect(logs.at(-1)).toMatchObject({ phase: 'summary', record: 'not written: boom' });
+  });
+
+  test('finish from outside (safety timer) ends the run once, with the reason given, and the run itself then changes nothing', async () => {
+    const clock = new FakeClock();
+    const { admin } = fakeAdmin(clock, envoy('1.31.2', () => 5));
+    const logs: Array<{ phase: string } & LogFields> = [];
+    const sink = recordingSink(clock);
+    const drain = new DrainRun(settings({ deadlineMs: 4000 }), { admin, clock, log: (phase, fields = {}) => logs.push({ phase, ...fields }), record: sink });
+    const running = drain.run();
+    drain.finish('signal', { signal: 'SIGTERM' });
+    await running;
+    expect(sink.written.map((w) => w.record.state)).toEqual(['started', 'finished']);
+    expect(sink.written[1]?.record).toMatchObject({ reason: 'signal', signal: 'SIGTERM' });
+    expect(logs.filter((l) => l.phase === 'summary')).toEqual([expect.objectContaining({ reason: 'signal', signal: 'SIGTERM' })]);
   });
 });

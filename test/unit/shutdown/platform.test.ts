@@ -24,7 +24,7 @@ describe('what the static executable may import', () => {
     expect(importers).toEqual(['platform/current.ts', 'platform/node.ts']);
   });
 
-  test('outside src/shutdown it imports only the drain contract and the version (the build hashes exactly these)', () => {
+  test('outside src/shutdown it imports only the drain contract, the drain record and the version (the build hashes exactly these)', () => {
     const outside = new Set<string>();
     for (const file of files(SOURCES)) {
       for (const [, specifier] of readFileSync(file, 'utf8').matchAll(/from '(\.[^']*)'/g)) {
@@ -32,7 +32,7 @@ describe('what the static executable may import', () => {
         if (target.startsWith('..')) outside.add(relative(join(SOURCES, '..', '..'), join(file, '..', specifier as string)));
       }
     }
-    expect([...outside].sort()).toEqual(['src/drain-contract', 'src/version']);
+    expect([...outside].sort()).toEqual(['src/drain-contract', 'src/drain-record', 'src/version']);
     const build = readFileSync(join(SOURCES, 'build/build-executable.mjs'), 'utf8');
     for (const module of outside) expect(build).toContain(`'${module}.ts'`);
   });
