@@ -30,7 +30,7 @@ export { PatchVerificationError } from './patch/verify';
 // Read-only views of a pod, for `drainguard check`: which container is Envoy, which are shutdown-manager
 // sidecars, whether a preStop is drainguard's drain, and the status annotation, decided exactly as the
 // webhook decides them.
-export { Annotations } from './plan/annotations';
+export { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE } from './plan/annotations';
 export { findEnvoy, findShutdownManagers, type SidecarRef } from './envoy/detect';
 export { isDrainguardHook } from './envoy/hooks';
 export { readStatus, type StatusRecord } from './plan/status';

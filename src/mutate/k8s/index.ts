@@ -120,6 +120,8 @@ export interface Container {
   securityContext?: SecurityContext;
   /** `Always` on an init container makes it a native sidecar. */
   restartPolicy?: string;
+  /** Where the kubelet mounts the file whose content becomes the termination message (API default /dev/termination-log). */
+  terminationMessagePath?: string;
   [key: string]: unknown;
 }
 

@@ -62,6 +62,7 @@ const container: Shape = {
     },
     securityContext: { object: securityIds },
     restartPolicy: 'string',
+    terminationMessagePath: 'string',
   },
   required: ['name'],
 };

@@ -30,6 +30,14 @@ export const Annotations = {
 
 export const KNOWN_ANNOTATIONS: ReadonlySet<string> = new Set(Object.values(Annotations));
 
+/**
+ * The label on every pod whose drain drainguard installed, and only those: `drainguard report` watches
+ * pods with this label selector (docs/pod-changes.md). drainguard owns it: a pod it cannot protect
+ * loses it.
+ */
+export const PROTECTED_LABEL = 'drainguard.io/protected';
+export const PROTECTED_LABEL_VALUE = 'true';
+
 /** The cluster autoscaler's list of local volumes it may discard when evicting the pod. */
 export const SAFE_TO_EVICT_LOCAL_VOLUMES = 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes';
 

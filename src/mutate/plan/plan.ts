@@ -3,7 +3,7 @@
  * it out, and the timeline reports it, so both describe the same decisions.
  */
 import type { Config, SidecarMode } from '../../config/types';
-import { drainCommand } from '../../drain-contract';
+import { drainCommand, terminationMessagePathProblem } from '../../drain-contract';
 import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
 import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
@@ -95,6 +95,24 @@ function unreadableSidecarHooks(sidecars: readonly SidecarRef[], commands: reado
   return found;
 }
 
+/** The API server's default terminationMessagePath, which a pod read before defaulting may lack. */
+export const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
+
+/**
+ * Where the drain writes its record: Envoy's own terminationMessagePath, so that the kubelet reports it
+ * (docs/envoy-shutdown.md, "The drain record"). A path the drain contract refuses is not written: the
+ * drain runs without a record rather than not at all.
+ */
+function drainRecordPath(envoy: Container): { path?: string; warning?: string } {
+  // Empty is what the API server defaults, as it does a missing one.
+  const path = envoy.terminationMessagePath || DEFAULT_TERMINATION_MESSAGE_PATH;
+  const problem = terminationMessagePathProblem(path);
+  if (problem === undefined) return { path };
+  return {
+    warning: `container ${envoy.name}: terminationMessagePath ${JSON.stringify(path.length > 64 ? `${path.slice(0, 61)}...` : path)} cannot take the drain record (${problem}); the drain runs without writing one, and drainguard report will see its terminations as unreported`,
+  };
+}
+
 export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
   const envoy = pod.spec.containers[envoyIndex] as Container;
   const warnings: string[] = [];
@@ -138,6 +156,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     warnings.push(`the drain was NOT installed: ${installTarget.reason}; ${NOT_INSTALLED}`);
   }
 
+  const recordPath = drainRecordPath(envoy);
   // The admin port is left out: the program ignores the admin listener anyway, and leaving it out
   // keeps the hook identical when drainguard's own liveness probe targets the admin port.
   const excluded = excludedListenerPorts(envoy, admin.address.kind === 'tcp' ? admin.address.port : undefined);
@@ -154,8 +173,10 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
             minConnections: timing.minConnections,
             pollIntervalMs: timing.pollIntervalSeconds * 1000,
             excludeListeners: excluded.map(listenerExclusionPattern),
+            ...(recordPath.path === undefined ? {} : { terminationMessagePath: recordPath.path }),
           }),
         };
+  if (drain !== undefined && recordPath.warning !== undefined) warnings.push(recordPath.warning);
 
   // A guessed address matters only to a drain that uses it.
   if (drain !== undefined && admin.guessed) warnings.push(guessedAdminWarning(envoy, admin));

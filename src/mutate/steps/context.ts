@@ -10,6 +10,7 @@ export type MutationAction =
   | 'startup-probe'
   | 'installer'
   | 'prestop'
+  | 'protected-label'
   | 'sidecar-disarmed'
   | 'safe-to-evict'
   | 'grace-period'

@@ -10,7 +10,7 @@ import type { Plan } from '../plan/plan';
 import type { MutationAction, StepContext } from './context';
 import { applyLivenessProbe, applyPreStop, applyStartupProbe } from './envoy';
 import { applyInstaller } from './installer';
-import { applyGracePeriodFloor, applySafeToEvict, applyStatus } from './pod';
+import { applyGracePeriodFloor, applyProtectedLabel, applySafeToEvict, applyStatus } from './pod';
 import { applyRequests } from './requests';
 import { applyDisarm, applyRemoval } from './sidecar';
 
@@ -31,8 +31,10 @@ const STEPS: readonly Step[] = [
   { action: 'startup-probe', apply: applyStartupProbe },
   // 3. the init container that installs the drain program (and its volume, when it needs its own).
   { action: 'installer', apply: applyInstaller },
-  // 4. Envoy's preStop runs the drain program.
+  // 4. Envoy's preStop runs the drain program;
   { action: 'prestop', apply: applyPreStop },
+  //    and the pod is labelled as protected exactly when it has the drain (the reporter's selector).
+  { action: 'protected-label', apply: applyProtectedLabel },
   // 5. in disarm mode, the sidecar loses its preStop and liveness probe.
   { action: 'sidecar-disarmed', apply: applyDisarm },
   // 6. the autoscaler may evict the pod's emptyDirs.

@@ -4,7 +4,7 @@
  */
 import { VERSION } from '../../version';
 import type { PatchBuilder } from '../patch/builder';
-import { Annotations, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../plan/annotations';
+import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../plan/annotations';
 import type { MutationAction, StepContext } from './context';
 
 /** `existing` (a comma-separated list) with `names` added: each name once, in first-seen order. */
@@ -31,6 +31,24 @@ export function applySafeToEvict(context: StepContext): void {
   const merged = mergedVolumeList(existing, emptyDirs);
   if (merged === existing) return;
   builder.set(['metadata', 'annotations', SAFE_TO_EVICT_LOCAL_VOLUMES], merged);
+}
+
+/**
+ * `drainguard.io/protected: "true"` on a pod that has drainguard's drain, so that `drainguard report`
+ * watches it; none on a pod that has not (a preStop drainguard keeps, nowhere to install): the label
+ * would make the reporter count each of its terminations as a drain that never reported. Already
+ * right (a re-invocation, a template that carries it): no operation.
+ */
+export function applyProtectedLabel(context: StepContext): void {
+  const { builder } = context;
+  const current = builder.draft.metadata?.labels?.[PROTECTED_LABEL];
+  if (context.drain !== undefined) {
+    if (current !== PROTECTED_LABEL_VALUE) builder.set(['metadata', 'labels', PROTECTED_LABEL], PROTECTED_LABEL_VALUE);
+    return;
+  }
+  if (current === undefined) return;
+  builder.remove(['metadata', 'labels', PROTECTED_LABEL]);
+  context.warn(`label ${PROTECTED_LABEL} removed: the drain was not installed, so this pod is not protected`);
 }
 
 /** Opt-in: raise terminationGracePeriodSeconds to the configured floor so a drain has room. */

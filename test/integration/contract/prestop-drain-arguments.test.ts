@@ -20,6 +20,7 @@ import {
   parseDrainArguments,
   PROGRAM_NAME,
   readAdminAddress,
+  terminationMessagePathProblem,
   type AdminAddress,
   type DrainArguments,
 } from '../../../src/drain-contract';
@@ -177,6 +178,9 @@ function checkContract(pod: Pod, config: Config): boolean {
   expect(settings.minDrainMs).toBe(timeline.minDrainSeconds * 1000);
   expect(settings.minConnections).toBe(timeline.minConnections);
   expect(settings.excludeListeners).toEqual((timeline.excludedListenerPorts ?? []).map((port) => `_${port}$`));
+  // The record goes where the kubelet reads Envoy's termination message, when the contract can write it there.
+  const envoyPath = hooks[0]?.container.terminationMessagePath || '/dev/termination-log';
+  expect(settings.terminationMessagePath).toBe(terminationMessagePathProblem(envoyPath) === undefined ? envoyPath : undefined);
   // The hook must return before the kubelet gives up on the pod. A grace period of 0 still gets a 1 s
   // deadline (the program needs a positive one), inside the ~2 s the kubelet adds to every grace period.
   expect(settings.deadlineMs).toBeLessThanOrEqual(Math.max(timeline.gracePeriodSeconds, 1) * 1000);

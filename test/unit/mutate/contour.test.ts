@@ -129,12 +129,13 @@ test('Contour v1.23.0: the sidecar liveness probe goes with the sidecar (problem
   expect(after.spec.containers.map((c) => c.name)).toEqual(['envoy']);
 });
 
-test('Contour pod template without metadata: the annotations are created with their parent', () => {
+test('Contour pod template without metadata: the label and the annotations are created with their parent', () => {
   const pod = loadPod('contour-main.yaml');
   delete pod.metadata;
   const { result, after } = mutateOk(pod);
   expect(result.patch.filter((op) => op.path.startsWith('/metadata'))).toEqual([
-    { op: 'add', path: '/metadata', value: { annotations: { [SAFE_TO_EVICT_LOCAL_VOLUMES]: 'envoy-admin,envoy-config' } } },
+    { op: 'add', path: '/metadata', value: { labels: { 'drainguard.io/protected': 'true' } } },
+    { op: 'add', path: '/metadata/annotations', value: { [SAFE_TO_EVICT_LOCAL_VOLUMES]: 'envoy-admin,envoy-config' } },
     { op: 'add', path: '/metadata/annotations/drainguard.io~1status', value: expect.any(String) },
   ]);
   expect(after.metadata?.annotations?.['drainguard.io/status']).toBeDefined();

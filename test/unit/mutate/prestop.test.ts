@@ -79,6 +79,7 @@ describe('drain arguments', () => {
           '--min-connections', '0',
           '--poll-interval', '1s',
           '--exclude-listener', '_8002$',
+          '--termination-message-path', '/dev/termination-log',
         ],
       },
     });
