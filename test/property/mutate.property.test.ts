@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { applyPatch as applyWithCore } from 'fast-json-patch';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
-import { mutate, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
+import { mutate, PROTECTED_LABEL, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/plan/annotations';
 import { findEnvoy, findShutdownManagers } from '../../src/mutate/envoy/detect';
 import { validPodCase, type GeneratedCase } from '../../bench/lib/pod-arbitrary';
@@ -39,6 +39,11 @@ function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyN
     delete annotations[STATUS];
     delete annotations[SAFE_TO_EVICT_LOCAL_VOLUMES];
     if (Object.keys(annotations).length === 0) delete result.metadata?.annotations;
+  }
+  const labels = result.metadata?.labels;
+  if (labels !== undefined) {
+    delete labels[PROTECTED_LABEL];
+    if (Object.keys(labels).length === 0) delete result.metadata?.labels;
   }
   if (result.metadata !== undefined && Object.keys(result.metadata).length === 0) delete result.metadata;
   delete result.spec.terminationGracePeriodSeconds;
