@@ -15,7 +15,7 @@ import type { BodyReader } from './http1';
 import { LISTENER_GAUGES_PATH, ListenerGaugeScanner } from './listener-stats';
 import type { Log } from './log';
 import type { RecordSink } from './record-file';
-import { parseServerInfo } from './server-info';
+import { parseServerInfo, type ServerInfo } from './server-info';
 
 /** The drain command's arguments (src/drain-contract.ts), with the listener patterns compiled. */
 export type DrainSettings = Omit<DrainArguments, 'admin' | 'excludeListeners' | 'terminationMessagePath'> & {
@@ -47,12 +47,26 @@ export interface DrainSummary {
 /** Attempts per admin call: enough to ride out a blip, few enough that a dead Envoy is noticed at once. */
 export const ATTEMPTS_PER_CALL = 3;
 const RETRY_BACKOFF_MS = [100, 200];
+/**
+ * `/healthcheck/fail` is tried until Envoy takes it, however long a throttled Envoy takes to answer
+ * (bounded by the deadline): waits between attempts double from the first to the last, then stay.
+ */
+export const HEALTHCHECK_BACKOFF_MS = { first: 100, max: 2000 };
+/** `/ready` answers `<STATE>\n`; more than this is not Envoy's answer. */
+const MAX_READY_BYTES = 64;
 /** `/server_info` is a few kilobytes; an answer larger than this is not read (the version stays unknown). */
 export const MAX_SERVER_INFO_BYTES = 256 * 1024;
 
-/** Every attempt failed without reaching Envoy: it is gone, and the hook must not hold up termination. */
+/** The admin API as a whole does not answer: Envoy is gone, and the hook must not hold up termination. */
 class EnvoyGone extends Error {}
 class DeadlineReached extends Error {}
+
+/** What a call is bounded by: the deadline (reaching it ends the drain), or an earlier moment. */
+interface Bound {
+  until: number;
+  /** Said in the call's failure when the bound, not the deadline, cut it short. */
+  what: string;
+}
 
 /** An admin call that got no usable answer after its retries (a timeout, an unreadable answer, an HTTP 5xx). */
 interface NoAnswer {
@@ -90,6 +104,7 @@ export class DrainRun {
   private connectionsAtStart: number | null = null;
   private lastReading: Reading = { connections: null, ...UNKNOWN_OPEN };
   private healthcheckFailedAt: number | null = null;
+  private serverInfoRead = false;
   private summary: DrainSummary | undefined;
   private readonly startedAtText: string;
 
@@ -127,35 +142,27 @@ export class DrainRun {
       // Before the first admin call: a drain killed from here on is seen as one that never finished.
       this.writeRecord({ state: 'started', ...this.recordBase() });
 
-      const info = await this.call('GET', '/server_info', () => textReader(MAX_SERVER_INFO_BYTES));
-      const infoText = answered(info) && info.status === 200 ? info.body : undefined;
-      const serverInfo = infoText === undefined ? {} : parseServerInfo(infoText);
-      this.version = serverInfo.version === undefined ? undefined : parseEnvoyVersion(serverInfo.version);
-      log('server-info', {
-        envoy_version: formatEnvoyVersion(this.version),
-        state: serverInfo.state ?? 'unknown',
-        ...outcomeFields(info),
-        ...(answered(info) && info.status === 200 && infoText === undefined ? { error: `answer larger than ${MAX_SERVER_INFO_BYTES} bytes, not read` } : {}),
-      });
-
-      const atStart = await this.readConnections();
-      this.connectionsAtStart = atStart.connections;
-      this.lastReading = atStart;
-      log('connections', readingFields(atStart));
-
+      let atStart: Reading | undefined;
       if (settings.drainDelayMs > 0) {
+        // The health check is failed when the delay ends, whatever the calls made during it get: each is
+        // bounded by that moment, so a silent /server_info cannot push the health check back.
+        const delayEnd: Bound = { until: clock.now() + settings.drainDelayMs, what: 'the drain delay ended' };
+        await this.readServerInfo(delayEnd);
+        atStart = await this.readConnections(delayEnd);
+        this.noteConnectionsAtStart(atStart);
         // Listeners keep accepting during the delay (the load balancer may still send traffic), but on
         // ≥ 1.28 a graceful drain with skip_exit already tells connected clients to reconnect elsewhere.
-        if (supportsSkipExit(this.version)) await this.drainListeners('drain-delay-drain-listeners');
+        if (supportsSkipExit(this.version)) await this.drainListeners('drain-delay-drain-listeners', delayEnd);
         log('drain-delay', { delay_ms: settings.drainDelayMs });
-        await clock.sleep(Math.min(settings.drainDelayMs, Math.max(0, this.remaining())));
+        await clock.sleep(Math.max(0, Math.min(delayEnd.until, this.deadline) - clock.now()));
         if (this.remaining() <= 0) throw new DeadlineReached();
       }
 
-      const healthcheck = await this.call('POST', '/healthcheck/fail', statusOnly);
-      if (answered(healthcheck) && healthcheck.status >= 200 && healthcheck.status < 300) this.healthcheckFailedAt = clock.now();
-      log('healthcheck-fail', outcomeFields(healthcheck));
+      // First thing without a drain delay: nothing Envoy answers (or does not) to another call delays it.
+      await this.failHealthCheck();
       const minDrainEnd = clock.now() + settings.minDrainMs;
+      if (this.version === undefined && !this.serverInfoRead) await this.readServerInfo();
+      if (atStart === undefined) this.noteConnectionsAtStart(await this.readConnections());
 
       await this.drainListeners('drain-listeners');
 
@@ -242,6 +249,75 @@ export class DrainRun {
     return summary;
   }
 
+  /** `/server_info`: Envoy's version (the feature gates) and state; logged once, also when unusable. */
+  private async readServerInfo(bound?: Bound): Promise<ServerInfo> {
+    const info = await this.call('GET', '/server_info', () => textReader(MAX_SERVER_INFO_BYTES), { bound });
+    const infoText = answered(info) && info.status === 200 ? info.body : undefined;
+    const serverInfo = infoText === undefined ? {} : parseServerInfo(infoText);
+    if (serverInfo.version !== undefined) this.version = parseEnvoyVersion(serverInfo.version);
+    if (!this.serverInfoRead) {
+      this.serverInfoRead = true;
+      this.deps.log('server-info', {
+        envoy_version: formatEnvoyVersion(this.version),
+        state: serverInfo.state ?? 'unknown',
+        ...outcomeFields(info),
+        ...(answered(info) && info.status === 200 && infoText === undefined ? { error: `answer larger than ${MAX_SERVER_INFO_BYTES} bytes, not read` } : {}),
+      });
+    }
+    return serverInfo;
+  }
+
+  private noteConnectionsAtStart(reading: Reading): void {
+    this.connectionsAtStart = reading.connections;
+    this.lastReading = reading;
+    this.deps.log('connections', readingFields(reading));
+  }
+
+  /**
+   * POST /healthcheck/fail until Envoy takes it (2xx), backing off between attempts, bounded by the
+   * deadline; then confirms that Envoy reports itself as failing health checks: `/server_info` state
+   * DRAINING (Envoy's server state is DRAINING once the health check is failed and it is initialised),
+   * or, when that answer is unusable, `/ready` answering 503 `DRAINING`. An Envoy that still says LIVE
+   * did not keep it (a `/healthcheck/ok` in between): failed again. A 4xx is final (an Envoy without
+   * the endpoint). Every attempt and the confirmation are logged.
+   */
+  private async failHealthCheck(): Promise<void> {
+    const { clock, log } = this.deps;
+    let wait = HEALTHCHECK_BACKOFF_MS.first;
+    let attempt = 0;
+    const onAttempt = (outcome: Record<string, unknown>): void => log('healthcheck-fail', { attempt: ++attempt, ...outcome });
+    for (;;) {
+      const result = await this.call('POST', '/healthcheck/fail', statusOnly, { onAttempt });
+      if (answered(result) && result.status >= 200 && result.status < 300) {
+        const acceptedAt = clock.now();
+        const state = await this.serverState();
+        log('healthcheck-confirm', { state: state.state, via: state.via });
+        if (state.state !== 'LIVE') {
+          this.healthcheckFailedAt = acceptedAt;
+          return;
+        }
+      } else if (answered(result) && result.status < 500) {
+        return;
+      }
+      if (this.remaining() <= 0) throw new DeadlineReached();
+      await clock.sleep(Math.min(wait, Math.max(0, this.remaining())));
+      wait = Math.min(wait * 2, HEALTHCHECK_BACKOFF_MS.max);
+    }
+  }
+
+  /** Envoy's server state as it reports it: `/server_info`, else `/ready`; `unknown` when neither tells. */
+  private async serverState(): Promise<{ state: string; via: string }> {
+    const info = await this.readServerInfo();
+    if (info.state !== undefined) return { state: info.state, via: '/server_info' };
+    const ready = await this.call('GET', '/ready', () => textReader(MAX_READY_BYTES), { serverErrorsAnswer: true });
+    if (!answered(ready) || ready.body === undefined) return { state: 'unknown', via: '/ready' };
+    const state = ready.body.trim();
+    // Envoy answers 200 only when LIVE, 503 with the state otherwise.
+    if (ready.status === 200 && state === 'LIVE') return { state, via: '/ready' };
+    if (ready.status === 503 && /^[A-Z_]{1,32}$/.test(state) && state !== 'LIVE') return { state, via: '/ready' };
+    return { state: 'unknown', via: '/ready' };
+  }
+
   private recordBase() {
     return { version: VERSION, startedAt: this.startedAtText, deadlineMs: this.settings.deadlineMs };
   }
@@ -268,36 +344,73 @@ export class DrainRun {
    * One admin call with retries; `reader` makes a fresh body reader for each attempt. `retryReached`
    * false: once something answered (or timed out), give up at once — for the stats reads, which the
    * next poll repeats anyway, so a slow or huge answer costs one timeout, not three, before the health
-   * check is failed. Unreachable attempts are always retried: that is how a dead Envoy is confirmed.
+   * check is failed. Unreachable attempts are retried: that is how a dead Envoy is confirmed. Every
+   * attempt is bounded by the deadline (reaching it ends the drain) or by `bound`.
+   *
+   * When no attempt reached anything, that is not yet proof that Envoy is gone: one endpoint's
+   * connections may be closed while the rest of the admin API answers. Only when the admin API as a
+   * whole does not answer either (`adminAnswers`) is Envoy gone.
    */
-  private async call<T>(method: 'GET' | 'POST', path: string, reader: () => BodyReader<T>, retryReached = true): Promise<CallResult<T>> {
+  private async call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    reader: () => BodyReader<T>,
+    options: {
+      retryReached?: boolean;
+      bound?: Bound;
+      onAttempt?: (outcome: Record<string, unknown>) => void;
+      /** A 5xx is the answer itself (`/ready`'s 503), not a failure to retry. */
+      serverErrorsAnswer?: boolean;
+    } = {},
+  ): Promise<CallResult<T>> {
     const { admin, clock } = this.deps;
+    const { retryReached = true, bound, onAttempt, serverErrorsAnswer = false } = options;
+    const attempts = ATTEMPTS_PER_CALL;
+    const until = bound === undefined ? this.deadline : Math.min(bound.until, this.deadline);
     let reachedEnvoy = false;
     let lastFailure = '';
-    for (let attempt = 0; attempt < ATTEMPTS_PER_CALL; attempt++) {
-      if (this.remaining() <= 0) throw new DeadlineReached();
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const left = until - clock.now();
+      if (left <= 0) {
+        if (this.remaining() <= 0) throw new DeadlineReached();
+        return { failed: lastFailure === '' ? `${(bound as Bound).what}` : `${lastFailure}; then ${(bound as Bound).what}` };
+      }
       try {
-        const response = await admin.call(method, path, Math.min(this.settings.requestTimeoutMs, this.remaining()), reader());
+        const response = await admin.call(method, path, Math.min(this.settings.requestTimeoutMs, left), reader());
         reachedEnvoy = true;
-        if (response.status < 500) return response;
+        onAttempt?.({ status: response.status });
+        if (response.status < 500 || serverErrorsAnswer) return response;
         lastFailure = `HTTP ${response.status}`;
       } catch (error) {
         if (!(error instanceof AdminCallError)) throw error;
-        // Only refused, missing or reset connections say Envoy is gone; anything else reached something.
+        // Only refused, missing or reset connections say nothing is there; anything else reached something.
         reachedEnvoy ||= error.kind !== 'unreachable';
         lastFailure = error.message;
+        onAttempt?.({ status: 'no-answer', error: error.message });
       }
       if (reachedEnvoy && !retryReached) break;
       const backoff = RETRY_BACKOFF_MS[attempt];
-      if (backoff !== undefined && attempt < ATTEMPTS_PER_CALL - 1) await clock.sleep(Math.min(backoff, Math.max(0, this.remaining())));
+      if (backoff !== undefined && attempt < attempts - 1) await clock.sleep(Math.min(backoff, Math.max(0, until - clock.now())));
     }
-    if (!reachedEnvoy) throw new EnvoyGone(lastFailure);
-    return { failed: lastFailure };
+    if (!reachedEnvoy && !(await this.adminAnswers())) throw new EnvoyGone(lastFailure);
+    return { failed: reachedEnvoy ? lastFailure : `${lastFailure} (the admin API still answers)` };
+  }
+
+  /** Whether anything still answers on the admin address: one `GET /ready`, any answer counts. */
+  private async adminAnswers(): Promise<boolean> {
+    if (this.remaining() <= 0) throw new DeadlineReached();
+    try {
+      await this.deps.admin.call('GET', '/ready', Math.min(this.settings.requestTimeoutMs, this.remaining()), statusOnly());
+      return true;
+    } catch (error) {
+      if (!(error instanceof AdminCallError)) throw error;
+      return error.kind !== 'unreachable';
+    }
   }
 
   /** The stats answer is scanned as it streams in: no size limit, bounded memory (listener-stats.ts). */
-  private async readConnections(): Promise<Reading> {
-    const result = await this.call('GET', LISTENER_GAUGES_PATH, () => new ListenerGaugeScanner(this.settings.excludeListeners), false);
+  private async readConnections(bound?: Bound): Promise<Reading> {
+    const result = await this.call('GET', LISTENER_GAUGES_PATH, () => new ListenerGaugeScanner(this.settings.excludeListeners), { retryReached: false, bound });
     if (!answered(result)) return { connections: null, problem: result.failed, ...UNKNOWN_OPEN };
     if (result.status !== 200) return { connections: null, problem: `HTTP ${result.status}`, ...UNKNOWN_OPEN };
     if (!result.body.ok) return { connections: null, problem: result.body.error, ...UNKNOWN_OPEN };
@@ -306,17 +419,17 @@ export class DrainRun {
     return { connections: total, open, openOmitted };
   }
 
-  private async drainListeners(step: string): Promise<void> {
+  private async drainListeners(step: string, bound?: Bound): Promise<void> {
     const { settings, version } = this;
     const flags = ['graceful'];
     if (supportsSkipExit(version)) flags.push('skip_exit');
     if (settings.inboundOnly && supportsDirectionalGracefulDrain(version)) flags.push('inboundonly');
     let path = `/drain_listeners?${flags.join('&')}`;
-    let result = await this.call('POST', path, statusOnly);
+    let result = await this.call('POST', path, statusOnly, { bound });
     if (answered(result) && result.status === 400 && flags.includes('skip_exit')) {
       // An Envoy whose reported version overstates its features: fall back to the plain graceful drain.
       path = `/drain_listeners?${flags.filter((f) => f !== 'skip_exit').join('&')}`;
-      result = await this.call('POST', path, statusOnly);
+      result = await this.call('POST', path, statusOnly, { bound });
     }
     this.deps.log(step, {
       path,

@@ -30,10 +30,26 @@ import { DrainRun, type DrainSettings } from './drain';
 import { InstallError, installExecutable } from './install';
 import { createLog, LOG_TARGET_ENV, openLogSink } from './log';
 import { platform as currentPlatform } from './platform/current';
-import type { Platform } from './platform/platform';
+import type { HandledSignal, Platform } from './platform/platform';
 import { recordFileSink } from './record-file';
 import { readStatus, renderStatusTable } from './status';
 import { VERSION } from '../version';
+
+/**
+ * What a signal does to a drain (docs/envoy-shutdown.md, "Signals"). SIGTERM and SIGINT are someone
+ * asking the drain to stop (a person's Ctrl-C in `kubectl exec`, a `kill`): it ends at once with its
+ * summary and record (reason `signal`) and exits 0, so the hook returns. SIGHUP and SIGUSR1 are ignored:
+ * they reach every process of the container when a terminal or an exec session goes away, or when a
+ * log rotator tells Envoy to reopen its logs (`kill -USR1`), and ending the drain then would cut the
+ * connections it exists to keep. A SIGALRM sent from outside is ignored too: only the kernel's timer
+ * ends the process at the hard deadline.
+ */
+const ENDING_SIGNALS: ReadonlySet<HandledSignal> = new Set(['SIGTERM', 'SIGINT']);
+const IGNORED_BECAUSE: Readonly<Record<string, string>> = {
+  SIGHUP: 'a hang-up (terminal or exec session gone) does not stop a drain',
+  SIGUSR1: "Envoy's log-reopen signal does not stop a drain",
+  SIGALRM: 'only the kernel timer of the hard deadline ends the drain',
+};
 
 /** How long after the deadline the safety timer ends the drain, and then the host's hard deadline. */
 const SAFETY_TIMER_GRACE_MS = 500;
@@ -116,6 +132,15 @@ async function runDrain(flags: ParsedFlags, platform: Platform): Promise<number>
     platform.exit(0);
   });
   const hardDeadline = platform.armHardDeadline(settings.deadlineMs + HARD_DEADLINE_GRACE_MS);
+  platform.onSignals((signal) => {
+    if (!ENDING_SIGNALS.has(signal)) {
+      log('signal', { signal, action: 'ignored', why: IGNORED_BECAUSE[signal] });
+      return;
+    }
+    drain.finish('signal', { signal });
+    sink.close();
+    platform.exit(0);
+  });
   try {
     await drain.run();
   } catch (error) {

@@ -59,6 +59,8 @@ interface PathFault {
 export interface Faults {
   /** Accept the connection and read the request, but never answer. */
   hang?: PathFault;
+  /** Read the request, then close the connection before any byte of an answer. */
+  reset?: PathFault;
   /** Answer only after `ms`. */
   slow?: PathFault & { ms: number };
   /** Answer matching requests with this status instead (e.g. 503, 404, 405); the first match wins. */
@@ -270,8 +272,12 @@ export class EnvoyAdminSimulator extends EventEmitter {
     this.emit('change');
     // Envoy collapses repeated leading slashes: `//stats` is `/stats`.
     const url = new URL(rawPath.replace(/^\/+/, '/'), 'http://admin');
-    const { hang, slow, errors } = this.faults;
+    const { hang, reset, slow, errors } = this.faults;
     if (hang && matches(hang, url.pathname)) return; // the connection stays open, unanswered
+    if (reset && matches(reset, url.pathname)) {
+      req.socket.destroy();
+      return;
+    }
     const answer = () => {
       if (this.dead) return;
       const error = errors?.find((e) => matches(e, url.pathname));

@@ -4,7 +4,7 @@
  */
 import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
-import { longTimer, MAX_NODE_TIMER_MS, type FileSystem, type LogTarget, type OutputFile, type Platform, type RecordFile, type SocketAddress, type Stream, type StreamEvents } from './platform';
+import { HANDLED_SIGNALS, longTimer, MAX_NODE_TIMER_MS, type FileSystem, type LogTarget, type OutputFile, type Platform, type RecordFile, type SocketAddress, type Stream, type StreamEvents } from './platform';
 
 function errnoCode(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? 'EIO';
@@ -112,6 +112,9 @@ export const nodePlatform: Platform = {
   now: () => performance.now(),
   setTimer: (ms, callback) => longTimer(ms, callback, native),
   clearTimer: (id) => (id as ReturnType<typeof longTimer>).cancel(),
+  onSignals: (handler) => {
+    for (const signal of HANDLED_SIGNALS) process.on(signal, () => handler(signal));
+  },
   armHardDeadline: (ms) => {
     // Node cannot interrupt stuck JavaScript; an unreferenced timer is the closest it has.
     const timer = longTimer(ms, () => process.exit(0), { ...native, set: (delay, callback) => setTimeout(callback, delay).unref() });

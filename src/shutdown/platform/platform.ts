@@ -59,6 +59,13 @@ export interface FileSystem {
 
 export type TimerId = unknown;
 
+/**
+ * The signals the drain handles itself (main.ts says what each does). SIGALRM here is one sent from
+ * outside: the hard deadline's own SIGALRM never reaches JavaScript.
+ */
+export const HANDLED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR1', 'SIGALRM'] as const;
+export type HandledSignal = (typeof HANDLED_SIGNALS)[number];
+
 export interface Platform {
   /** Command-line arguments after the program's own name. */
   readonly args: readonly string[];
@@ -75,6 +82,11 @@ export interface Platform {
    */
   setTimer(ms: number, callback: () => void): TimerId;
   clearTimer(id: TimerId): void;
+  /**
+   * From now on the HANDLED_SIGNALS no longer end the process by their default action: each calls
+   * `handler` instead, from the event loop (never inside a signal handler).
+   */
+  onSignals(handler: (signal: HandledSignal) => void): void;
   /** Ends the process with status 0 after `ms`, even if JavaScript is stuck by then, unless disarmed. */
   armHardDeadline(ms: number): { disarm(): void };
   connect(address: SocketAddress, events: StreamEvents): Stream;

@@ -35,6 +35,13 @@ export interface QuickJsHost {
   exit(code: number): never;
   armHardDeadline(ms: number): void;
   disarmHardDeadline(): void;
+  /** The read end of the pipe each forwarded signal's number is written to (see host.c). */
+  openSignalPipe(): number;
+  readonly SIGTERM: number;
+  readonly SIGINT: number;
+  readonly SIGHUP: number;
+  readonly SIGUSR1: number;
+  readonly SIGALRM: number;
   readonly O_RDONLY: number;
   readonly O_WRONLY: number;
   readonly O_CREAT: number;

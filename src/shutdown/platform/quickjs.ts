@@ -4,7 +4,7 @@
  * reporting a refused connection asynchronously), it is done here explicitly.
  */
 import { utf8Encode } from './utf8';
-import type { FileSystem, LogTarget, OutputFile, Platform, RecordFile, SocketAddress, Stream, StreamEvents } from './platform';
+import type { FileSystem, HandledSignal, LogTarget, OutputFile, Platform, RecordFile, SocketAddress, Stream, StreamEvents } from './platform';
 import { quickJsHost, type QuickJsHost } from './quickjs-host';
 
 /** Reads per readiness callback: a fast sender must not keep timers (the call's timeout) waiting. */
@@ -174,6 +174,27 @@ function fileSystem(host: QuickJsHost): FileSystem {
   };
 }
 
+function onSignals(host: QuickJsHost, handler: (signal: HandledSignal) => void): void {
+  const names = new Map<number, HandledSignal>([
+    [host.SIGTERM, 'SIGTERM'],
+    [host.SIGINT, 'SIGINT'],
+    [host.SIGHUP, 'SIGHUP'],
+    [host.SIGUSR1, 'SIGUSR1'],
+    [host.SIGALRM, 'SIGALRM'],
+  ]);
+  const fd = host.openSignalPipe();
+  host.watch(fd, true, false, () => {
+    for (;;) {
+      const chunk = host.read(fd);
+      if (chunk === null || chunk.byteLength === 0) return;
+      for (const number of new Uint8Array(chunk)) {
+        const name = names.get(number);
+        if (name !== undefined) handler(name);
+      }
+    }
+  });
+}
+
 export function quickJsPlatform(): Platform {
   const host = quickJsHost();
   return {
@@ -185,6 +206,7 @@ export function quickJsPlatform(): Platform {
     // host.c keeps timers as 64-bit milliseconds and clamps what it is given: no overflow to re-arm.
     setTimer: (ms, callback) => host.setTimer(ms, callback),
     clearTimer: (id) => host.clearTimer(id as number),
+    onSignals: (handler) => onSignals(host, handler),
     armHardDeadline: (ms) => {
       host.armHardDeadline(ms);
       return { disarm: () => host.disarmHardDeadline() };

@@ -13,7 +13,9 @@
  *     drain record rewritten in place;
  *   - arguments, environment, the executable's own path, a monotonic clock, exit;
  *   - a hard deadline (setitimer + SIGALRM → _exit(0)) that ends the process even if JavaScript is
- *     stuck, e.g. in a pathological regular expression.
+ *     stuck; SIGALRM counts only when the kernel's timer sent it;
+ *   - signals as events: SIGTERM, SIGINT, SIGHUP, SIGUSR1 (and a SIGALRM sent from outside) are written
+ *     to a pipe the event loop watches, so JavaScript decides what each means.
  *
  * Deliberately NOT used: quickjs-libc (it references dlopen, popen, threads) and anything that resolves
  * names (NSS, getaddrinfo): the executable is linked statically and must need nothing at run time. Every
@@ -584,25 +586,74 @@ static JSValue host_exit(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     _exit(code);
 }
 
-static void hard_deadline_reached(int signal_number)
+/* ---- signals ----------------------------------------------------------------------------------- */
+
+/* Signals the program is told about: their handler only writes the signal's number into this pipe,
+ * whose read end JavaScript watches like any descriptor (host.openSignalPipe). -1: not opened. */
+static int signal_pipe_write = -1;
+
+static void forward_signal(int signal_number)
+{
+    if (signal_pipe_write < 0) return;
+    int saved = errno;
+    unsigned char byte = (unsigned char)signal_number;
+    /* Non-blocking: a pipe full of unread signals drops the newest, never stalls the handler. */
+    (void)!write(signal_pipe_write, &byte, 1);
+    errno = saved;
+}
+
+/* SIGALRM from the kernel's own timer (setitimer: si_code SI_KERNEL, which no other process can send:
+ * kill(2) gives SI_USER, sigqueue(3) a negative code) is the hard deadline. One sent from outside is
+ * only reported, so that a stray `kill -ALRM` cannot cut a drain short. */
+static void alarm_received(int signal_number, siginfo_t *info, void *context)
 {
     static const char message[] = "envoy-shutdown: hard deadline reached, exiting\n";
-    (void)signal_number;
-    (void)!write(STDERR_FILENO, message, sizeof message - 1);
-    _exit(0);
+    (void)context;
+    if (info != NULL && info->si_code == SI_KERNEL) {
+        (void)!write(STDERR_FILENO, message, sizeof message - 1);
+        _exit(0);
+    }
+    forward_signal(signal_number);
+}
+
+static void signal_received(int signal_number, siginfo_t *info, void *context)
+{
+    (void)info;
+    (void)context;
+    forward_signal(signal_number);
+}
+
+static int install_handler(int signal_number, void (*handler)(int, siginfo_t *, void *))
+{
+    struct sigaction action = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_RESTART };
+    sigemptyset(&action.sa_mask);
+    return sigaction(signal_number, &action, NULL);
+}
+
+/* host.openSignalPipe() → fd: from now on SIGTERM, SIGINT, SIGHUP, SIGUSR1 and a SIGALRM that is not the
+ * hard deadline no longer end the process; each arrives as one byte (its number, host.SIG*) on fd. */
+static JSValue host_open_signal_pipe(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    int ends[2];
+    if (pipe2(ends, O_NONBLOCK | O_CLOEXEC) < 0) return throw_errno(ctx, "pipe2", errno);
+    signal_pipe_write = ends[1];
+    static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+        if (install_handler(forwarded[i], signal_received) < 0) return throw_errno(ctx, "sigaction", errno);
+    }
+    if (install_handler(SIGALRM, alarm_received) < 0) return throw_errno(ctx, "sigaction", errno);
+    return JS_NewInt32(ctx, ends[0]);
 }
 
 /* host.armHardDeadline(ms): whatever the program is doing then (a stuck regular expression, a blocked
- * system call), SIGALRM ends the process with status 0 after ms milliseconds. */
+ * system call), the kernel's SIGALRM ends the process with status 0 after ms milliseconds. */
 static JSValue host_arm_hard_deadline(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     double ms;
     if (JS_ToFloat64(ctx, &ms, argv[0])) return JS_EXCEPTION;
     if (!(ms > 1)) ms = 1;
     if (ms > MAX_TIMER_MS) ms = MAX_TIMER_MS;
-    struct sigaction action = { .sa_handler = hard_deadline_reached };
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGALRM, &action, NULL);
+    if (install_handler(SIGALRM, alarm_received) < 0) return throw_errno(ctx, "sigaction", errno);
     struct itimerval when = { 0 };
     when.it_value.tv_sec = (time_t)(ms / 1000);
     when.it_value.tv_usec = (suseconds_t)((ms - (double)when.it_value.tv_sec * 1000) * 1000);
@@ -718,6 +769,12 @@ static const JSCFunctionListEntry host_functions[] = {
     FUNCTION("exit", host_exit, 1),
     FUNCTION("armHardDeadline", host_arm_hard_deadline, 1),
     FUNCTION("disarmHardDeadline", host_disarm_hard_deadline, 0),
+    FUNCTION("openSignalPipe", host_open_signal_pipe, 0),
+    JS_PROP_INT32_DEF("SIGTERM", SIGTERM, 0),
+    JS_PROP_INT32_DEF("SIGINT", SIGINT, 0),
+    JS_PROP_INT32_DEF("SIGHUP", SIGHUP, 0),
+    JS_PROP_INT32_DEF("SIGUSR1", SIGUSR1, 0),
+    JS_PROP_INT32_DEF("SIGALRM", SIGALRM, 0),
     JS_PROP_INT32_DEF("O_RDONLY", O_RDONLY, 0),
     JS_PROP_INT32_DEF("O_WRONLY", O_WRONLY, 0),
     JS_PROP_INT32_DEF("O_CREAT", O_CREAT, 0),

@@ -75,7 +75,7 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     text += readAll(pipe.readEnd);
     expect(run.code).toBe(0);
     const lines = parseLogLines(text.slice(pipe.filler));
-    expect(lines.map((l) => l.phase).slice(0, 3)).toEqual(['start', 'server-info', 'connections']);
+    expect(lines.map((l) => l.phase).slice(0, 5)).toEqual(['start', 'healthcheck-fail', 'server-info', 'healthcheck-confirm', 'connections']);
     expect(lines.at(-1)).toMatchObject({ phase: 'summary', reason: 'drained' });
     expect(lines.at(-1)).not.toHaveProperty('log_lines_dropped');
   });

@@ -87,7 +87,8 @@ describe.each(TARGETS.flatMap((target) => ROOTS.map(({ kind, mounts, name }) => 
         for (let i = 0; i < 2; i++) clients.push(connect(port, '127.0.0.1'));
         await sim.waitFor(() => sim.activeConnections() === 2);
         const running = inRoot([PROGRAM, 'drain', '--admin', 'unix:/admin/admin.sock', '--deadline', '20s', '--min-drain', '500ms', '--poll-interval', '200ms', '--exclude-listener', '_8002$']);
-        await sim.waitForRequest(/^\/healthcheck\/fail$/);
+        // After the connections at start were read (done when the next reading is asked for).
+        await sim.waitFor(() => sim.requests.filter((r) => r.path.startsWith('/stats?')).length >= 2);
         const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${running.child.pid}/status`, 'utf8'))?.[1];
         for (const client of clients) client.end();
         const run = await running.finished;

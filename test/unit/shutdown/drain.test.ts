@@ -59,11 +59,17 @@ const gauges = (active: number) =>
     }),
   );
 
-/** A healthy Envoy whose connection count over time is given by `connectionsAt`. */
+/**
+ * A healthy Envoy whose connection count over time is given by `connectionsAt`. Its server state follows
+ * Envoy's: DRAINING on `/server_info` and `/ready` (503) once the health check is failed.
+ */
 function envoy(version: string, connectionsAt: (t: number) => number) {
+  let draining = false;
   return (method: string, path: string, t: number): Answer => {
-    if (path === '/server_info') return serverInfo(version);
+    if (path === '/server_info') return serverInfo(version, draining ? 'DRAINING' : 'LIVE');
+    if (path === '/ready') return draining ? { status: 503, body: 'DRAINING\n' } : ok('LIVE\n');
     if (path === LISTENER_GAUGES_PATH) return gauges(connectionsAt(t));
+    if (method === 'POST' && path === '/healthcheck/fail') draining = true;
     if (method === 'POST') return ok();
     return { status: 404, body: 'invalid path' };
   };
@@ -93,17 +99,21 @@ async function run(script: (method: string, path: string, t: number) => Answer, 
 describe('drainEnvoy', () => {
   test('calls the admin API in the documented order and exits when drained after the minimum drain', async () => {
     const { summary, calls, logs } = await run(envoy('1.31.2', (t) => Math.max(0, 3 - Math.floor(t / 2000))), { minDrainMs: 1000 });
+    // The health check first; /server_info confirms it (and gives the version the drain flags need).
     expect(calls.slice(0, 4).map((c) => `${c.method} ${c.path}`)).toEqual([
+      'POST /healthcheck/fail',
       'GET /server_info',
       `GET ${LISTENER_GAUGES_PATH}`,
-      'POST /healthcheck/fail',
       'POST /drain_listeners?graceful&skip_exit',
     ]);
     expect(calls.slice(4).every((c) => c.path === LISTENER_GAUGES_PATH)).toBe(true);
     expect(calls.some((c) => c.path.includes('quitquitquit'))).toBe(false);
     // 3 connections, one fewer every 2 s: zero from t=6 s, seen by the poll at t=6 s.
     expect(summary).toEqual({ reason: 'drained', durationMs: 6000, connectionsAtStart: 3, connectionsAtEnd: 0, envoyVersion: '1.31.2' });
-    expect(logs.map((l) => l.phase)).toEqual(['start', 'server-info', 'connections', 'healthcheck-fail', 'drain-listeners', 'poll', 'poll', 'poll', 'poll', 'summary']);
+    expect(logs.map((l) => l.phase)).toEqual([
+      'start', 'healthcheck-fail', 'server-info', 'healthcheck-confirm', 'connections', 'drain-listeners', 'poll', 'poll', 'poll', 'poll', 'summary',
+    ]);
+    expect(logs.find((l) => l.phase === 'healthcheck-confirm')).toMatchObject({ state: 'DRAINING', via: '/server_info' });
   });
 
   test('percent-encodes the gauge filter', () => {
@@ -137,7 +147,8 @@ describe('drainEnvoy', () => {
     const { summary, calls, logs } = await run(() => 'refused');
     expect(summary).toMatchObject({ reason: 'admin-unreachable', connectionsAtStart: null, envoyVersion: 'unknown' });
     expect(summary.durationMs).toBeLessThan(1000);
-    expect(calls.map((c) => c.path)).toEqual(['/server_info', '/server_info', '/server_info']);
+    // The health check, three times in quick succession, then whether anything of the admin API answers.
+    expect(calls.map((c) => c.path)).toEqual(['/healthcheck/fail', '/healthcheck/fail', '/healthcheck/fail', '/ready']);
     expect(logs.at(-1)).toMatchObject({ phase: 'summary', reason: 'admin-unreachable', connections_at_start: 'unknown' });
   });
 
@@ -157,8 +168,9 @@ describe('drainEnvoy', () => {
   });
 
   test('listener stats hidden by a stats matcher mean "unknown", never zero', async () => {
+    const healthy = envoy('1.31.2', () => 0);
     const { summary, logs } = await run(
-      (m, p, t) => (p === LISTENER_GAUGES_PATH ? ok('{"stats":[]}') : envoy('1.31.2', () => 0)(m, p, t)),
+      (m, p, t) => (p === LISTENER_GAUGES_PATH ? ok('{"stats":[]}') : healthy(m, p, t)),
       { deadlineMs: 8000 },
     );
     expect(summary).toMatchObject({ reason: 'deadline', connectionsAtStart: null, connectionsAtEnd: null });
@@ -392,5 +404,87 @@ describe('the drain record', () => {
     expect(sink.written.map((w) => w.record.state)).toEqual(['started', 'finished']);
     expect(sink.written[1]?.record).toMatchObject({ reason: 'signal', signal: 'SIGTERM' });
     expect(logs.filter((l) => l.phase === 'summary')).toEqual([expect.objectContaining({ reason: 'signal', signal: 'SIGTERM' })]);
+  });
+});
+
+describe('failing the health check under stress (issue 20)', () => {
+  test('a /healthcheck/fail that times out for 4 s (a throttled Envoy) is retried with back-off until Envoy takes it, then confirmed', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { calls, logs, summary } = await run(
+      (m, p, t) => (p === '/healthcheck/fail' && t < 4000 ? 'hang' : healthy(m, p, t)),
+      { minDrainMs: 0, requestTimeoutMs: 1000, deadlineMs: 60_000 },
+    );
+    const fails = calls.filter((c) => c.path === '/healthcheck/fail');
+    expect(fails.length).toBeGreaterThan(3);
+    // Waits between rounds grow: the gap before the last attempt is longer than the first retry's.
+    const gaps = fails.slice(1).map((c, i) => c.at - (fails[i] as Call).at);
+    expect(Math.max(...gaps)).toBeGreaterThan(gaps[0] as number);
+    const attempts = logs.filter((l) => l.phase === 'healthcheck-fail');
+    expect(attempts.map((l) => l.attempt)).toEqual(fails.map((_, i) => i + 1));
+    expect(attempts.at(-1)).toMatchObject({ status: 200 });
+    expect(attempts.slice(0, -1).every((l) => l.status === 'no-answer')).toBe(true);
+    expect(logs.find((l) => l.phase === 'healthcheck-confirm')).toMatchObject({ state: 'DRAINING' });
+    expect(summary.reason).toBe('drained');
+  });
+
+  test('an Envoy that answers 200 but still reports LIVE is failed again', async () => {
+    let failsSeen = 0;
+    const healthy = envoy('1.31.2', () => 0);
+    const { calls, logs } = await run(
+      (m, p, t) => {
+        if (p === '/healthcheck/fail') failsSeen++;
+        // The first fail is lost (a /healthcheck/ok after it): LIVE until the second.
+        if (p === '/server_info' && failsSeen < 2) return serverInfo('1.31.2', 'LIVE');
+        return healthy(m, p, t);
+      },
+      { minDrainMs: 0 },
+    );
+    expect(calls.filter((c) => c.path === '/healthcheck/fail')).toHaveLength(2);
+    expect(logs.filter((l) => l.phase === 'healthcheck-confirm').map((l) => l.state)).toEqual(['LIVE', 'DRAINING']);
+  });
+
+  test('without /server_info, /ready answering 503 DRAINING confirms it', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { logs, summary } = await run((m, p, t) => (p === '/server_info' ? { status: 500, body: '' } : healthy(m, p, t)), { minDrainMs: 0 });
+    expect(logs.find((l) => l.phase === 'healthcheck-confirm')).toMatchObject({ state: 'DRAINING', via: '/ready' });
+    expect(summary.reason).toBe('drained');
+  });
+
+  test('the deadline bounds the retries: a health check never taken ends as deadline, healthcheckFailedAtMs null', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary, calls } = await run((m, p, t) => (p === '/healthcheck/fail' ? 'hang' : healthy(m, p, t)), { deadlineMs: 20_000 });
+    expect(summary).toMatchObject({ reason: 'deadline', durationMs: 20_000 });
+    expect(calls.filter((c) => c.path === '/healthcheck/fail').length).toBeGreaterThan(10);
+  });
+
+  test.each([
+    ['no drain delay', 0, 1000],
+    ['no drain delay, a 60 s request timeout', 0, 60_000],
+    ['a 2 s drain delay', 2000, 1000],
+    ['a 2 s drain delay, a 60 s request timeout', 2000, 60_000],
+  ])('a silent /server_info does not delay the first /healthcheck/fail (%s)', async (_case, drainDelayMs, requestTimeoutMs) => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { calls } = await run((m, p, t) => (p === '/server_info' ? 'hang' : healthy(m, p, t)), {
+      drainDelayMs,
+      requestTimeoutMs,
+      minDrainMs: 0,
+      deadlineMs: 600_000,
+    });
+    expect(calls.find((c) => c.path === '/healthcheck/fail')?.at).toBe(drainDelayMs);
+  });
+
+  test('/stats connections closed before their first byte while the rest answers: not "gone"; the health check is failed and the drain goes on', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    const { summary, calls, logs } = await run((m, p, t) => (p === LISTENER_GAUGES_PATH ? 'refused' : healthy(m, p, t)), { deadlineMs: 10_000 });
+    expect(calls.some((c) => c.path === '/healthcheck/fail')).toBe(true);
+    expect(summary.reason).toBe('deadline');
+    expect(logs.find((l) => l.phase === 'connections')).toMatchObject({ connections: 'unknown', stats_error: expect.stringContaining('the admin API still answers') });
+  });
+
+  test('the admin API gone as a whole mid-drain still ends the drain promptly', async () => {
+    const healthy = envoy('1.31.2', () => 4);
+    const { summary, calls } = await run((m, p, t) => (t >= 2000 ? 'refused' : healthy(m, p, t)), { deadlineMs: 60_000 });
+    expect(summary.reason).toBe('admin-unreachable');
+    expect(calls.at(-1)?.path).toBe('/ready');
   });
 });

@@ -264,3 +264,14 @@ describe('faults', () => {
     expect(sim.quitRequested).toBe(true);
   });
 });
+
+test('the reset fault closes a matching request\'s connection before any byte of an answer; others are answered', async () => {
+  const sim = await EnvoyAdminSimulator.start({});
+  try {
+    sim.faults.reset = { paths: /^\/stats$/ };
+    await expect(fetch(`http://127.0.0.1:${sim.adminPort}/stats?format=json`)).rejects.toThrow();
+    expect((await fetch(`http://127.0.0.1:${sim.adminPort}/ready`)).status).toBe(200);
+  } finally {
+    await sim.stop();
+  }
+});
