@@ -114,3 +114,32 @@ describe('log writes never wait for the target', () => {
     expect(sink.droppedLines).toBe(1); // the torn 'start' line
   });
 });
+
+describe('version parsing is strict (issue 20 item 10): nothing unusual is read as new enough for skip_exit or inboundonly', () => {
+  test.each([
+    ['a component beyond any release', 'abc/1.99999999999999999999.0/Clean/RELEASE/BoringSSL'],
+    ['5000 nines', `abc/1.${'9'.repeat(5000)}.0/Clean/RELEASE/BoringSSL`],
+    ['leading zeros', 'abc/01.034.0/Clean/RELEASE/BoringSSL'],
+    ['a leading zero in the patch', 'abc/1.34.01/Clean/RELEASE/BoringSSL'],
+    ['a sign', 'abc/+1.34.0/Clean/RELEASE/BoringSSL'],
+    ['two version numbers', 'abc/1.34.0/1.35.0/RELEASE/BoringSSL'],
+  ])('%s → unknown', (_case, text) => {
+    expect(parseEnvoyVersion(text)).toBeUndefined();
+  });
+
+  test('the usual forms are read', () => {
+    expect(parseEnvoyVersion('abc/1.34.0/Clean/RELEASE/BoringSSL')).toEqual({ major: 1, minor: 34, patch: 0 });
+    expect(parseEnvoyVersion('abc/1.34.10-dev/Modified/DEBUG/BoringSSL')).toEqual({ major: 1, minor: 34, patch: 10 });
+  });
+
+  test('a /server_info with two top-level "version" keys has no version (JSON.parse would keep the last)', () => {
+    const twice = '{"version":"abc/1.20.0/Clean/RELEASE/BoringSSL","state":"LIVE","version":"abc/1.40.0/Clean/RELEASE/BoringSSL"}';
+    expect(parseServerInfo(twice).version).toBeUndefined();
+    expect(parseServerInfo(twice).state).toBe('LIVE');
+    // A nested "version" (node.user_agent_build_version.version) is another key.
+    const nested = '{"version":"abc/1.34.0/Clean/RELEASE/BoringSSL","node":{"user_agent_build_version":{"version":{"major_number":1}}}}';
+    expect(parseServerInfo(nested).version).toBe('abc/1.34.0/Clean/RELEASE/BoringSSL');
+    const escaped = '{"version":"abc/1.20.0/x","\\u0076ersion":"abc/1.40.0/x"}';
+    expect(parseServerInfo(escaped).version).toBeUndefined();
+  });
+});
