@@ -157,9 +157,74 @@ export function readAdminAddress(text: string): AdminAddressReading {
   return { ok: true, address: { kind: 'tcp', text, host: literal, port: Number(portText) } };
 }
 
+// ── Listener patterns ──────────────────────────────────────────────────────────────────────────
+
+/**
+ * `--exclude-listener`: which listener stat segments (`0.0.0.0_8002`, `[::]_8002`, `ingress_https`) the
+ * drain does not count. Not a regular expression: a pattern is matched against every listener name on
+ * every poll, inside Envoy's cgroup, and a regular expression's cost can grow without bound with the
+ * name ("(a+)+$"). The syntax is the part of regular expressions that listener exclusions use — a
+ * suffix (`_8002$`, what the webhook writes), a prefix (`^ingress_`), a whole name (`^stats$`) or a
+ * part of one — and it means what the same text means as a regular expression:
+ *
+ *   `^` at the start and `$` at the end anchor; `.` is any one character; `\` makes the next
+ *   punctuation character literal (`\.`, `\[`); every other character stands for itself.
+ *
+ * Refused: `* + ? | ( ) [ ] { }` unescaped, `^`/`$` elsewhere, other escapes (`\d`), control
+ * characters, an empty pattern (it would exclude every listener), more than 256 characters. Several
+ * patterns are several flags. Matching costs at most (name length × pattern length): linear in the name.
+ */
+export interface ListenerPattern {
+  anchoredStart: boolean;
+  anchoredEnd: boolean;
+  /** One entry per character to match: the character, or null for `.` (any one). */
+  units: readonly (string | null)[];
+}
+
+export const MAX_LISTENER_PATTERN_LENGTH = 256;
+export const LISTENER_PATTERN_FORM =
+  'a listener name pattern: an optional ^, characters (. is any one, \\ before punctuation makes it literal), an optional $; no * + ? | ( ) [ ] { }';
+const PATTERN_SPECIAL = new Set(['*', '+', '?', '|', '(', ')', '[', ']', '{', '}']);
+const ESCAPABLE = /^[!-/:-@[-`{-~]$/;
+
+export type ListenerPatternReading = { ok: true; pattern: ListenerPattern } | { ok: false; problem: string };
+
+/** Reads a `--exclude-listener` pattern: the one check the webhook and the program both apply. */
+export function readListenerPattern(text: string): ListenerPatternReading {
+  if (text.length === 0) return { ok: false, problem: 'an empty pattern would exclude every listener' };
+  if (text.length > MAX_LISTENER_PATTERN_LENGTH) return { ok: false, problem: `longer than ${MAX_LISTENER_PATTERN_LENGTH} characters` };
+  const anchoredStart = text.startsWith('^');
+  let end = text.length;
+  const units: (string | null)[] = [];
+  let anchoredEnd = false;
+  for (let i = anchoredStart ? 1 : 0; i < end; i++) {
+    const c = text[i] as string;
+    if (c === '\\') {
+      const next = text[i + 1];
+      if (next === undefined || !ESCAPABLE.test(next)) return { ok: false, problem: `\\${next ?? ''} at ${i}: only punctuation can be escaped` };
+      units.push(next);
+      i++;
+    } else if (c === '$') {
+      if (i !== text.length - 1) return { ok: false, problem: `$ at ${i}: only at the end` };
+      anchoredEnd = true;
+      end = i;
+    } else if (c === '^') {
+      return { ok: false, problem: `^ at ${i}: only at the start` };
+    } else if (PATTERN_SPECIAL.has(c)) {
+      return { ok: false, problem: `${c} at ${i} is not supported (repeat the flag for several names)` };
+    } else if (c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) {
+      return { ok: false, problem: `a control character at ${i}` };
+    } else {
+      units.push(c === '.' ? null : c);
+    }
+  }
+  if (units.length === 0 && !(anchoredStart && anchoredEnd)) return { ok: false, problem: 'an empty pattern would exclude every listener' };
+  return { ok: true, pattern: { anchoredStart, anchoredEnd, units } };
+}
+
 // ── Flags ──────────────────────────────────────────────────────────────────────────────────────
 
-export type FlagKind = 'duration' | 'count' | 'address' | 'regex' | 'file' | 'string' | 'boolean';
+export type FlagKind = 'duration' | 'count' | 'address' | 'listener-pattern' | 'file' | 'string' | 'boolean';
 
 export interface FlagSpec {
   readonly kind: FlagKind;
@@ -175,11 +240,11 @@ export interface FlagSpec {
   readonly placeholder?: string;
 }
 
-/** duration → milliseconds, count → number, address → AdminAddress, regex → its (valid) source, file → the path, boolean → true. */
+/** duration → milliseconds, count → number, address → AdminAddress, listener-pattern → its (valid) text, file → the path, boolean → true. */
 export type FlagValue = number | string | boolean | AdminAddress;
 export type ParsedFlags = Map<string, FlagValue[]>;
 
-const PLACEHOLDERS: Record<FlagKind, string> = { duration: 'DURATION', count: 'N', address: 'ADDRESS', regex: 'REGEX', file: 'PATH', string: 'VALUE', boolean: '' };
+const PLACEHOLDERS: Record<FlagKind, string> = { duration: 'DURATION', count: 'N', address: 'ADDRESS', 'listener-pattern': 'PATTERN', file: 'PATH', string: 'VALUE', boolean: '' };
 
 function shown(text: string): string {
   return JSON.stringify(text.length > 64 ? `${text.slice(0, 61)}...` : text);
@@ -208,13 +273,11 @@ function parseValue(name: string, spec: FlagSpec, text: string): FlagValue {
       if (!reading.ok) throw new UsageError(`--${name}: admin address ${shown(text)}: ${reading.problem}`);
       return reading.address;
     }
-    case 'regex':
-      try {
-        new RegExp(text);
-      } catch (error) {
-        throw new UsageError(`--${name} ${shown(text)}: invalid regular expression (${(error as Error).message})`);
-      }
+    case 'listener-pattern': {
+      const reading = readListenerPattern(text);
+      if (!reading.ok) throw new UsageError(`--${name} ${shown(text)}: ${reading.problem}; expected ${LISTENER_PATTERN_FORM}`);
       return text;
+    }
     case 'file': {
       const problem = terminationMessagePathProblem(text);
       if (problem !== undefined) throw new UsageError(`--${name} ${shown(text)}: ${problem}`);
@@ -345,9 +408,9 @@ export const DRAIN_FLAGS = {
   },
   'exclude-listener': {
     setting: 'excludeListeners',
-    kind: 'regex',
+    kind: 'listener-pattern',
     repeatable: true,
-    help: 'do not count listeners whose stat name segment (e.g. 0.0.0.0_8002) matches REGEX',
+    help: 'do not count listeners whose stat name segment (e.g. 0.0.0.0_8002) matches PATTERN (^ and $ anchor, . is any character; e.g. _8002$)',
   },
   'request-timeout': {
     setting: 'requestTimeoutMs',

@@ -12,6 +12,7 @@ import {
   type EnvoyVersion,
 } from './envoy-version';
 import type { BodyReader } from './http1';
+import type { ListenerMatcher } from './listener-pattern';
 import { LISTENER_GAUGES_PATH, ListenerGaugeScanner } from './listener-stats';
 import type { Log } from './log';
 import type { RecordSink } from './record-file';
@@ -21,7 +22,7 @@ import { parseServerInfo, type ServerInfo } from './server-info';
 export type DrainSettings = Omit<DrainArguments, 'admin' | 'excludeListeners' | 'terminationMessagePath'> & {
   /** How the admin address is shown in the start line (e.g. `unix:/admin/admin.sock`). */
   adminLabel?: string;
-  excludeListeners: RegExp[];
+  excludeListeners: ListenerMatcher[];
 };
 
 export interface DrainDeps {

@@ -11,6 +11,7 @@
  */
 import type { OpenListener } from '../drain-record';
 import type { BodyReader } from './http1';
+import type { ListenerMatcher } from './listener-pattern';
 import { platform } from './platform/current';
 import { utf8Decode, utf8Encode } from './platform/utf8';
 
@@ -70,7 +71,7 @@ function isPerHandler(listener: string): boolean {
   return HANDLER_SEGMENT.test(listener);
 }
 
-function roleOf(listener: string, excludes: readonly RegExp[]): ListenerRole {
+function roleOf(listener: string, excludes: readonly ListenerMatcher[]): ListenerRole {
   if (listener === 'admin') return 'admin';
   if (listener.startsWith(INTERNAL_PREFIX)) return 'internal';
   if (excludes.length > 0 && excludes.some((pattern) => pattern.test(listener))) return 'excluded';
@@ -166,7 +167,7 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
 
   /** `keepListeners` bounds the per-listener rows kept (status shows them); the drain keeps none. */
   constructor(
-    private readonly excludes: readonly RegExp[],
+    private readonly excludes: readonly ListenerMatcher[],
     private readonly keepListeners = 0,
   ) {}
 
@@ -507,7 +508,7 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
  * Counts a whole `/stats?format=json` body at once (the scanner fed in one piece). Throws on a body
  * that is not Envoy's JSON shape.
  */
-export function countConnections(body: string | Uint8Array, excludes: readonly RegExp[], keepListeners = Number.MAX_SAFE_INTEGER): ConnectionCount {
+export function countConnections(body: string | Uint8Array, excludes: readonly ListenerMatcher[], keepListeners = Number.MAX_SAFE_INTEGER): ConnectionCount {
   const scanner = new ListenerGaugeScanner(excludes, keepListeners);
   scanner.push(typeof body === 'string' ? utf8Encode(body) : body);
   const scan = scanner.finish();

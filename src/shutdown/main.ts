@@ -28,6 +28,7 @@ import { AdminCallError, createAdminClient } from './admin-client';
 import { platformClock } from './clock';
 import { DrainRun, type DrainSettings } from './drain';
 import { InstallError, installExecutable } from './install';
+import { compileListenerPattern } from './listener-pattern';
 import { createLog, LOG_TARGET_ENV, openLogSink } from './log';
 import { platform as currentPlatform } from './platform/current';
 import type { HandledSignal, Platform } from './platform/platform';
@@ -108,7 +109,7 @@ function drainSettings(flags: ParsedFlags): { address: AdminAddress; recordPath:
   const settings: DrainSettings = {
     ...timing,
     adminLabel: admin.text,
-    excludeListeners: excludeListeners.map((pattern) => new RegExp(pattern)),
+    excludeListeners: excludeListeners.map(compileListenerPattern),
   };
   return { address: admin, recordPath: terminationMessagePath, settings };
 }
@@ -156,7 +157,7 @@ async function runDrain(flags: ParsedFlags, platform: Platform): Promise<number>
 async function runStatus(flags: ParsedFlags, platform: Platform): Promise<number> {
   const address = required<AdminAddress>(flags, 'admin');
   const timeoutMs = required<number>(flags, 'request-timeout');
-  const excludes = (flags.get('exclude-listener') ?? []).map((pattern) => new RegExp(pattern as string));
+  const excludes = (flags.get('exclude-listener') ?? []).map((pattern) => compileListenerPattern(pattern as string));
   try {
     const status = await readStatus(createAdminClient(platform, address), address.text, excludes, timeoutMs);
     platform.print('stdout', single<boolean>(flags, 'json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatusTable(status));

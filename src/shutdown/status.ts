@@ -2,6 +2,7 @@ import { AdminCallError, type AdminClient } from './admin-client';
 import { textReader } from './body-readers';
 import { MAX_SERVER_INFO_BYTES } from './drain';
 import { formatEnvoyVersion, parseEnvoyVersion } from './envoy-version';
+import type { ListenerMatcher } from './listener-pattern';
 import { LISTENER_GAUGES_PATH, ListenerGaugeScanner, type ListenerGauge } from './listener-stats';
 import { parseServerInfo } from './server-info';
 
@@ -21,7 +22,7 @@ export interface EnvoyStatus {
   listenersNotShown: number;
 }
 
-export async function readStatus(admin: AdminClient, adminText: string, excludes: RegExp[], timeoutMs: number): Promise<EnvoyStatus> {
+export async function readStatus(admin: AdminClient, adminText: string, excludes: ListenerMatcher[], timeoutMs: number): Promise<EnvoyStatus> {
   const info = await admin.call('GET', '/server_info', timeoutMs, textReader(MAX_SERVER_INFO_BYTES));
   if (info.status !== 200) throw new AdminCallError('failed', `GET /server_info: HTTP ${info.status}`);
   const serverInfo = info.body === undefined ? {} : parseServerInfo(info.body);

@@ -67,6 +67,21 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     expect(sim.requests.filter((r) => GAUGES.test(r.path)).length).toBeGreaterThan(3);
   });
 
+  test('an --exclude-listener pattern a regular expression engine would backtrack on is refused before any admin call', async () => {
+    const sim = await h.simulator({ listeners: [{ statName: `${'a'.repeat(5000)}!` }] });
+    const run = await h.drain(sim, ['--deadline', '10s', '--exclude-listener', '(a+)+$']).finished;
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--exclude-listener "(a+)+$": ( at 0 is not supported');
+    expect(sim.requests).toHaveLength(0);
+  });
+
+  test('a wildcard pattern against a 5000-character listener name is matched, and the drain ends by itself', async () => {
+    const sim = await h.simulator({ listeners: [{ statName: `${'a'.repeat(5000)}_8002` }, {}] });
+    const run = await h.drain(sim, ['--deadline', '10s', '--min-drain', '0s', '--exclude-listener', `${'.'.repeat(200)}_8002$`]).finished;
+    expect(run.code).toBe(0);
+    expect(summaryOf(run)).toMatchObject({ reason: 'drained', connections_at_end: 0 });
+  });
+
   describe('signals', () => {
     test.each(['SIGTERM', 'SIGINT'] as const)('%s ends the drain at once with its summary (reason signal) and record, exit 0', async (signal) => {
       const sim = await h.simulator();

@@ -53,7 +53,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
     minConnections: fc.integer({ min: 0, max: MAX_MIN_CONNECTIONS }),
     pollIntervalMs: positiveDuration,
     requestTimeoutMs: positiveDuration,
-    excludeListeners: fc.array(fc.constantFrom('_8002$', '^admin$', '[.]', 'a/b', 'stats|metrics', '--x', '=', ''), { maxLength: 4 }),
+    excludeListeners: fc.array(fc.constantFrom('_8002$', '^admin$', '\\.', 'a/b', '\\[::\\]_8002$', '--x', '=', '0.0.0.0_80'), { maxLength: 4 }),
     inboundOnly: fc.boolean(),
     terminationMessagePath: fc.option(
       fc.array(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,9}$/), { minLength: 1, maxLength: 6 }).map((segments) => `/${segments.join('/')}`),
@@ -146,6 +146,8 @@ describe('the flag table round trip: format, then parse, gives back the settings
     ['a negative count', { admin: address('unix:/a'), minConnections: -1 }],
     ['a count above the maximum', { admin: address('unix:/a'), minConnections: MAX_MIN_CONNECTIONS + 1 }],
     ['an invalid pattern', { admin: address('unix:/a'), excludeListeners: ['('] }],
+    ['a pattern outside the listener pattern syntax', { admin: address('unix:/a'), excludeListeners: ['(a+)+$'] }],
+    ['an empty pattern', { admin: address('unix:/a'), excludeListeners: [''] }],
     ['two values for a single-valued flag', { admin: address('unix:/a'), deadlineMs: [1000, 2000] as unknown as number }],
     ['a relative termination message path', { admin: address('unix:/a'), terminationMessagePath: 'dev/termination-log' }],
     ['a termination message path with a .. segment', { admin: address('unix:/a'), terminationMessagePath: '/dev/../etc/passwd' }],

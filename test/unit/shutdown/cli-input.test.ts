@@ -175,7 +175,7 @@ describe('flags', () => {
   const specs: Record<string, FlagSpec> = {
     deadline: { kind: 'duration', default: '290s', help: '' },
     'min-connections': { kind: 'count', default: '0', help: '' },
-    'exclude-listener': { kind: 'regex', repeatable: true, help: '' },
+    'exclude-listener': { kind: 'listener-pattern', repeatable: true, help: '' },
     admin: { kind: 'address', help: '' },
     json: { kind: 'boolean', help: '' },
   };
@@ -194,7 +194,11 @@ describe('flags', () => {
     [['--deadline', '1s', '--deadline', '2s'], /more than once/],
     [['--min-connections', '-1'], /whole number/],
     [['--min-connections', '1000001'], /from 0 to 1000000/],
-    [['--exclude-listener', '('], /invalid regular expression/],
+    [['--exclude-listener', '('], /\( at 0 is not supported/],
+    [['--exclude-listener', '(a+)+$'], /\( at 0 is not supported.*expected a listener name pattern/],
+    [['--exclude-listener', ''], /an empty pattern would exclude every listener/],
+    [['--exclude-listener', 'a$b'], /\$ at 1: only at the end/],
+    [['--exclude-listener', '\\d+'], /only punctuation can be escaped/],
     [['--admin', 'http://127.0.0.010:9901'], /admin address "http:\/\/127\.0\.0\.010:9901": 127\.0\.0\.010 is not a loopback IP literal/],
     [['--nope'], /unknown flag/],
     [['--constructor', 'x'], /unknown flag --constructor/],
