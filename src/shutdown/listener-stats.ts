@@ -78,6 +78,10 @@ function roleOf(listener: string, excludes: readonly ListenerMatcher[]): Listene
   return 'counted';
 }
 
+function shortName(listener: string): string {
+  return JSON.stringify(listener.length > 64 ? `${listener.slice(0, 61)}...` : listener);
+}
+
 /** Deepest nesting accepted; Envoy's answer is 4 deep (histograms 5). */
 const MAX_DEPTH = 64;
 /** A stat name longer than this cannot be judged, so the count becomes unknown. */
@@ -90,8 +94,8 @@ const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /** The characters a number or literal is made of (digits, sign, point, exponent, letters). */
 const SCALAR = /[-+.0-9A-Za-z]*/y;
 const NOT_ASCII = /[^\x00-\x7f]/;
-/** A JSON integer as Envoy writes a gauge (at most 16 digits, so it stays exact as a double). */
-const INTEGER = '-?(?:0|[1-9][0-9]{0,15})';
+/** A count as Envoy writes a gauge: no sign, no fraction, at most 15 digits (exact as a double). */
+const INTEGER = '(?:0|[1-9][0-9]{0,14})';
 /** Printable ASCII except the quote and the backslash: a JSON string's characters with nothing to decode. */
 const PLAIN = '[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]';
 /**
@@ -464,9 +468,18 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
     if (name.startsWith(PREFIX) && name.endsWith(SUFFIX)) this.countListener(name.slice(PREFIX.length, name.length - SUFFIX.length), value);
   }
 
-  /** A gauge named `listener.<listener>.downstream_cx_active`. */
+  /**
+   * A gauge named `listener.<listener>.downstream_cx_active`. A count must be a count: a value that is
+   * not a non-negative whole number (-10, 0.5, 1e400, -0) makes the whole reading unknown. So a listener
+   * given twice cannot cancel another out: with counts only, the sum is at least each of its parts,
+   * never below the real count.
+   */
   private countListener(listener: string, value: number): void {
     if (listener === '' || isPerHandler(listener)) return;
+    if (!Number.isSafeInteger(value) || value < 0 || Object.is(value, -0)) {
+      throw new MalformedStats(`the gauge of listener ${shortName(listener)} is ${String(value)}, not a count`);
+    }
+
     const role = roleOf(listener, this.excludes);
     if (role !== 'admin') this.visible++;
     if (role === 'counted') {

@@ -488,3 +488,11 @@ describe('failing the health check under stress (issue 20)', () => {
     expect(calls.at(-1)?.path).toBe('/ready');
   });
 });
+
+test('a negative gauge (listener A 5, listener B -10) never ends the drain as drained: that poll is unknown (issue 20 item 6)', async () => {
+  const healthy = envoy('1.31.2', () => 0);
+  const cancelling = ok('{"stats":[{"name":"listener.a.downstream_cx_active","value":5},{"name":"listener.b.downstream_cx_active","value":-10}]}');
+  const { summary, logs } = await run((m, p, t) => (p === LISTENER_GAUGES_PATH ? cancelling : healthy(m, p, t)), { minDrainMs: 0, deadlineMs: 5000 });
+  expect(summary).toMatchObject({ reason: 'deadline', connectionsAtEnd: null });
+  expect(logs.find((l) => l.phase === 'poll')).toMatchObject({ connections: 'unknown', stats_error: expect.stringContaining('not a count') });
+});
