@@ -1,9 +1,10 @@
 /**
  * A load fixture for `bench/shutdown.ts`: the few Envoy admin answers a drain needs, over a unix socket,
  * with a stats answer as large as a big Envoy's. Not a simulator (that is the tests' job): it has no
- * listener sockets, no state machine and no version matrix. It answers
+ * listener sockets, no version matrix, and of Envoy's state machine only what the drain confirms. It answers
  *
- * - `GET /server_info`: a fixed answer, a LIVE Envoy 1.31.2;
+ * - `GET /server_info`: an Envoy 1.31.2, LIVE until `/healthcheck/fail`, then DRAINING (as Envoy reports
+ *   it, and as the drain checks before it goes on);
  * - `POST /healthcheck/fail` and `POST /drain_listeners…`: `OK`;
  * - `GET /stats…`: the `downstream_cx_active` gauges of `listeners` listeners as Envoy renders them in JSON,
  *   each listener's gauge followed by its per-worker copies, then the admin listener's, so a stats
@@ -32,15 +33,8 @@ export interface AdminStubOptions {
 }
 
 /** Only the fields the drain program reads, with Envoy's version format `<sha>/<x.y.z>/<status>/<build>/<ssl>`. */
-const SERVER_INFO = `${JSON.stringify(
-  {
-    version: '7ed31beba8cbcc0fc2b1e6d2f1a25e7a1a3ec7c1/1.31.2/Clean/RELEASE/BoringSSL',
-    state: 'LIVE',
-    uptime_current_epoch: '3600s',
-  },
-  null,
-  1,
-)}\n`;
+const serverInfo = (state: 'LIVE' | 'DRAINING') =>
+  `${JSON.stringify({ version: '7ed31beba8cbcc0fc2b1e6d2f1a25e7a1a3ec7c1/1.31.2/Clean/RELEASE/BoringSSL', state, uptime_current_epoch: '3600s' }, null, 1)}\n`;
 
 const gauge = (name: string, value: number) => `{"name":"listener.${name}.downstream_cx_active","value":${value}}`;
 
@@ -48,6 +42,7 @@ export class AdminStub {
   readonly requests: StubRequest[] = [];
   readonly address: string;
   private active = 0;
+  private draining = false;
   /**
    * The stats answer, rendered when the count changes: rendering 30,000 gauges takes Node 20–60 ms, which
    * must not land on the request that follows a change (the reaction time would measure the stub).
@@ -116,7 +111,8 @@ export class AdminStub {
     this.requests.push({ method, path, at: performance.now() });
     for (const check of [...this.waiters]) check();
     const route = `${method} ${path.split('?')[0]}`;
-    if (route === 'GET /server_info') return send(res, 200, SERVER_INFO, 'application/json');
+    if (route === 'GET /server_info') return send(res, 200, serverInfo(this.draining ? 'DRAINING' : 'LIVE'), 'application/json');
+    if (route === 'POST /healthcheck/fail') this.draining = true;
     if (route === 'POST /healthcheck/fail' || route === 'POST /drain_listeners') return send(res, 200, 'OK\n');
     if (route === 'GET /stats') return send(res, 200, this.statsBody, 'application/json');
     send(res, 404, 'not part of the benchmark stub\n');
