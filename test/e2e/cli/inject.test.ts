@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Container, Pod } from '../../../src/mutate/k8s';
+import { PROTECTED_LABEL } from '../../../src/mutate';
 import { applyUnifiedDiff } from '../../unit/cli/apply-unified-diff';
 import { unjustifiedChanges } from '../../unit/cli/changed-lines';
 import { buildCli, CONTOUR_FIXTURES, drainguard, npx } from './run-cli';
@@ -129,7 +130,8 @@ describe.each(CONTOUR_FIXTURES)('drainguard inject -f %s', (fixture) => {
     expect(container(output.spec.template.spec.initContainers, 'envoy-initconfig')).toEqual(
       container(input.spec.template.spec.initContainers, 'envoy-initconfig'),
     );
-    expect(output.spec.template.metadata?.labels).toEqual(input.spec.template.metadata?.labels);
+    // The template's labels stay; drainguard adds only its own (the reporter's selector).
+    expect(output.spec.template.metadata?.labels).toEqual({ ...input.spec.template.metadata?.labels, [PROTECTED_LABEL]: 'true' });
     for (const [key, value] of Object.entries(input.spec.template.metadata?.annotations ?? {})) {
       expect(output.spec.template.metadata?.annotations?.[key]).toBe(value);
     }
