@@ -1,13 +1,14 @@
 /**
  * The real Prometheus for the monitoring tests: Debian's `prometheus` package (`prometheus`, `promtool`
- * on PATH; .ci/run installs it). `startPrometheus` runs the server on loopback with a config the test
- * writes, and `PrometheusServer.query` asks its HTTP API.
+ * on PATH; .ci/run installs it). `PrometheusServer.start` runs the server on loopback with a config the
+ * test gives, and `query` asks its HTTP API.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { eventually } from '../server/webhook-test-kit';
 
 export interface ToolResult {
   status: number;
@@ -46,11 +47,16 @@ export class PrometheusServer {
     private readonly child: ChildProcess,
     private readonly exited: Promise<void>,
     readonly url: string,
-    private readonly log: () => string,
+    private readonly readLog: () => string,
   ) {}
 
-  /** Writes `config` as prometheus.yml in `directory` and starts Prometheus; resolves once it is ready. */
-  static async start(config: Record<string, unknown>, directory: string): Promise<PrometheusServer> {
+  /** What Prometheus logged (warnings and errors), for a failure message. */
+  get log(): string {
+    return this.readLog();
+  }
+
+  /** Writes `config` as prometheus.yml in `directory` and starts Prometheus with `flags`; resolves once it is ready. */
+  static async start(config: Record<string, unknown>, directory: string, flags: string[] = []): Promise<PrometheusServer> {
     const configFile = join(directory, 'prometheus.yml');
     writeFileSync(configFile, stringify(config));
     const port = await freePort();
@@ -61,6 +67,7 @@ export class PrometheusServer {
         `--storage.tsdb.path=${join(directory, 'data')}`,
         `--web.listen-address=127.0.0.1:${port}`,
         '--log.level=warn',
+        ...flags,
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -70,7 +77,7 @@ export class PrometheusServer {
     const server = new PrometheusServer(child, exited, `http://127.0.0.1:${port}`, () => log);
     try {
       // Refused connections until it listens.
-      await server.until('ready', () => fetch(`${server.url}/-/ready`).then((response) => response.ok, () => false));
+      await eventually('Prometheus to be ready', async () => ((await fetch(`${server.url}/-/ready`)).ok ? true : undefined), { attempts: 300, intervalMs: 100 });
     } catch (error) {
       await server.stop();
       throw error;
@@ -79,8 +86,9 @@ export class PrometheusServer {
   }
 
   /** An instant query through the HTTP API (the API's own error for a query it refuses). */
-  async query(expr: string): Promise<Sample[]> {
-    const response = await fetch(`${this.url}/api/v1/query`, { method: 'POST', body: new URLSearchParams({ query: expr }) });
+  async query(expr: string, at?: Date): Promise<Sample[]> {
+    const form = new URLSearchParams({ query: expr, ...(at ? { time: String(at.getTime() / 1000) } : {}) });
+    const response = await fetch(`${this.url}/api/v1/query`, { method: 'POST', body: form });
     const body = (await response.json()) as { status: string; error?: string; data?: { resultType: string; result: Sample[] | [number, string] } };
     if (body.status !== 'success') throw new Error(`Prometheus refused ${expr}: ${body.error}`);
     const { resultType, result } = body.data!;
@@ -96,20 +104,12 @@ export class PrometheusServer {
     return body.data!;
   }
 
-  /**
-   * Polls `condition` (every 200 ms) until it holds, or fails after `timeoutMs` naming `what` and
-   * showing what `describe` gives; an error `condition` throws (a refused query) fails at once. Prometheus works on its own clock (scrape interval), so
-   * the test waits for what it needs to see, never for a fixed time.
-   */
-  async until(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000, describe?: () => string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (await condition()) return;
-      if (Date.now() > deadline) {
-        throw new Error(`Prometheus: ${what} did not happen within ${timeoutMs} ms${describe ? `: ${describe()}` : ''}\n${this.log()}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+  /** Each scrape target's health and last error (what a failure message needs). */
+  async targets(): Promise<string> {
+    const body = (await (await fetch(`${this.url}/api/v1/targets`)).json()) as {
+      data: { activeTargets: { scrapeUrl: string; health: string; lastError: string }[] };
+    };
+    return body.data.activeTargets.map((t) => `${t.scrapeUrl}: ${t.health} ${t.lastError}`).join('\n');
   }
 
   async stop(): Promise<void> {
