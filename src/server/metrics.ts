@@ -104,12 +104,11 @@ export class WebhookMetrics {
     help: 'notAfter of the serving certificate currently in use, as a Unix timestamp',
     registers: [this.registry],
   });
-  /** Only where drainguard is the CA (self mode): in files mode the CA the API server trusts is not its to know. */
-  private readonly caCertificateExpiry = new Gauge({
-    name: 'drainguard_ca_certificate_expiry_timestamp_seconds',
-    help: 'notAfter of the CA that signed the serving certificate (self mode only), as a Unix timestamp',
-    registers: [this.registry],
-  });
+  /**
+   * Only where drainguard is the CA (self mode): in files mode the CA the API server trusts is not its
+   * to know. Registered when first set, so files mode has no series (an unset gauge would read 0, expired).
+   */
+  private caCertificateExpiry: Gauge | undefined;
   /** Read when metrics are scraped, like the load gauges. */
   private readiness: () => boolean = () => false;
   private readonly readyGauge: Gauge = new Gauge({
@@ -158,6 +157,11 @@ export class WebhookMetrics {
   }
 
   setCaCertificateExpiry(notAfter: Date): void {
+    this.caCertificateExpiry ??= new Gauge({
+      name: 'drainguard_ca_certificate_expiry_timestamp_seconds',
+      help: 'notAfter of the CA that signed the serving certificate (self mode only), as a Unix timestamp',
+      registers: [this.registry],
+    });
     this.caCertificateExpiry.set(notAfter.getTime() / 1000);
   }
 
