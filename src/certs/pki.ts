@@ -56,7 +56,10 @@ function baseCertificate(commonName: string, { now, validityDays }: ValidityOpti
   cert.serialNumber = newSerial();
   cert.validity.notBefore = new Date(now.getTime() - BACKDATE_MS);
   cert.validity.notAfter = new Date(now.getTime() + validityDays * DAY_MS);
-  cert.setSubject([{ name: 'commonName', value: commonName }]);
+  // UTF8String, as openssl and Go write names: node-forge's default PrintableString cannot hold '@' (self
+  // mode's CA is `drainguard-ca@<time>`), and Go clients such as kube-apiserver refuse to parse one that does.
+  // (@types/node-forge calls the field a Class; forge reads it as the value's ASN.1 type.)
+  cert.setSubject([{ name: 'commonName', value: commonName, valueTagClass: forge.asn1.Type.UTF8 as unknown as forge.asn1.Class }]);
   return { cert, keys };
 }
 

@@ -31,6 +31,8 @@ export interface SelfManagedOptions {
 
 export interface ServingMaterial {
   serving: KeyPairPem;
+  /** The CA certificate (PEM) that signed `serving`. */
+  ca: string;
   caBundle: string;
   /** What this reconcile did: tells logs (and tests) who created or renewed. */
   action: 'created' | 'renewed' | 'adopted' | 'pruned';
@@ -70,7 +72,7 @@ export class SelfManagedCertificates {
       let material: ServingMaterial;
       if (stored && state && !this.dueForRenewal(state, now)) {
         const bundle = unexpired(state.bundle, now);
-        material = { serving: state.serving, caBundle: joinPemBundle(bundle), action: 'adopted' };
+        material = { serving: state.serving, ca: state.ca.cert, caBundle: joinPemBundle(bundle), action: 'adopted' };
         if (bundle.length !== state.bundle.length) {
           const outcome = await store.replace(toSecretData({ ...state, bundle }), stored.resourceVersion);
           if (outcome === 'conflict') continue;
@@ -84,7 +86,7 @@ export class SelfManagedCertificates {
         const data = toSecretData({ ...fresh, bundle });
         const outcome = stored ? await store.replace(data, stored.resourceVersion) : await store.create(data);
         if (outcome === 'conflict') continue;
-        material = { serving: fresh.serving, caBundle: joinPemBundle(bundle), action: stored ? 'renewed' : 'created' };
+        material = { serving: fresh.serving, ca: fresh.ca.cert, caBundle: joinPemBundle(bundle), action: stored ? 'renewed' : 'created' };
       }
       await publisher.publish(material.caBundle);
       return material;

@@ -5,9 +5,12 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AdmissionOutcome } from '../admission/decide';
 
-/** Sub-millisecond buckets: the decision itself takes tens of microseconds on a typical pod. */
+/**
+ * Sub-millisecond buckets: the decision itself takes tens of microseconds on a typical pod. The last two
+ * reach the webhook timeout (at most 5 s in the chart), so a p99 near it can be told from one of 1 s.
+ */
 export const LATENCY_BUCKETS_SECONDS = [
-  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 5,
 ];
 
 /**
@@ -101,6 +104,19 @@ export class WebhookMetrics {
     help: 'notAfter of the serving certificate currently in use, as a Unix timestamp',
     registers: [this.registry],
   });
+  /**
+   * Only where drainguard is the CA (self mode): in files mode the CA the API server trusts is not its
+   * to know. Registered when first set, so files mode has no series (an unset gauge would read 0, expired).
+   */
+  private caCertificateExpiry: Gauge | undefined;
+  /** Read when metrics are scraped, like the load gauges. */
+  private readiness: () => boolean = () => false;
+  private readonly readyGauge: Gauge = new Gauge({
+    name: 'drainguard_ready',
+    help: '1 while the server reports ready (a certificate loaded, not shutting down), else 0',
+    registers: [this.registry],
+    collect: (): void => this.readyGauge.set(this.readiness() ? 1 : 0),
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'drainguard_' });
@@ -138,5 +154,19 @@ export class WebhookMetrics {
 
   setCertificateExpiry(notAfter: Date): void {
     this.certificateExpiry.set(notAfter.getTime() / 1000);
+  }
+
+  setCaCertificateExpiry(notAfter: Date): void {
+    this.caCertificateExpiry ??= new Gauge({
+      name: 'drainguard_ca_certificate_expiry_timestamp_seconds',
+      help: 'notAfter of the CA that signed the serving certificate (self mode only), as a Unix timestamp',
+      registers: [this.registry],
+    });
+    this.caCertificateExpiry.set(notAfter.getTime() / 1000);
+  }
+
+  /** Where the `drainguard_ready` gauge reads the server's readiness. */
+  observeReadiness(isReady: () => boolean): void {
+    this.readiness = isReady;
   }
 }

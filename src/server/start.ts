@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types';
 import { CertificateFileWatcher, readCertificateFiles } from '../certs/watch-files';
 import { SelfManagedCertificates } from '../certs/self-managed';
+import { notAfter } from '../certs/inspect';
 import { kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
 import { WebhookServer, type WebhookServerOptions } from './webhook-server';
 
@@ -159,6 +160,7 @@ class ReconcileLoop {
         const refused = this.server.setCertificate(material.serving);
         if (refused) throw new Error(`certificate from the Secret refused: ${refused}`);
         this.serving = material.serving.cert;
+        this.server.metrics.setCaCertificateExpiry(notAfter(material.ca));
       }
       if (material.action !== 'adopted') this.logger.info({ action: material.action }, 'self-managed certificate updated');
       return true;

@@ -146,6 +146,7 @@ export class WebhookServer {
       inlineMaxBytes,
     );
     this.metrics.observeAdmissionLoad(slots);
+    this.metrics.observeReadiness(() => this.ready);
     const app = createWebhookApp({ metrics: this.metrics, logger, isReady: () => this.hasCertificate && !this.shuttingDown, isDraining });
     const admit = createAdmissionHandler({
       metrics: this.metrics,

@@ -132,6 +132,8 @@ export interface RenderOptions {
   set?: Record<string, string | number | boolean>;
   /** `--set-string` pairs. */
   setString?: Record<string, string>;
+  /** `--set-json` pairs: a fraction like 0.5, which `--set` would read as a string. */
+  setJson?: Record<string, unknown>;
   namespace?: string;
   releaseName?: string;
   /** The cluster version `helm template` assumes (`--kube-version`); helm's own default otherwise. */
@@ -142,6 +144,7 @@ export function templateArgs(opts: RenderOptions = {}): string[] {
   const args = ['template', opts.releaseName ?? 'drainguard', CHART_DIR, '--namespace', opts.namespace ?? 'drainguard-system'];
   for (const [k, v] of Object.entries(opts.set ?? {})) args.push('--set', `${k}=${String(v)}`);
   for (const [k, v] of Object.entries(opts.setString ?? {})) args.push('--set-string', `${k}=${v}`);
+  for (const [k, v] of Object.entries(opts.setJson ?? {})) args.push('--set-json', `${k}=${JSON.stringify(v)}`);
   if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion);
   return args;
 }

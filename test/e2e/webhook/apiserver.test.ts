@@ -142,4 +142,8 @@ test('metrics count the requests, mutations and skips, with sub-millisecond late
   expect(metrics.text).toMatch(/drainguard_skipped_pods_total\{reason="not-envoy"\} [1-9]/);
   expect(metrics.text).toMatch(/drainguard_admission_duration_seconds_bucket\{le="0.0001",result="mutated"\}/);
   expect(metrics.text).toMatch(/drainguard_certificate_expiry_timestamp_seconds \d{10}/);
+  // Self mode is its own CA: that CA's expiry is exported too, and never before the serving certificate's.
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics.text)?.[1]);
+  expect(value('drainguard_ca_certificate_expiry_timestamp_seconds')).toBeGreaterThanOrEqual(value('drainguard_certificate_expiry_timestamp_seconds'));
+  expect(metrics.text).toMatch(/^drainguard_ready 1$/m);
 });

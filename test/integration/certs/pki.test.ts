@@ -31,6 +31,23 @@ test('a serving certificate for a Service verifies against its CA and names the 
   expect(new X509Certificate(serving.cert).checkPrivateKey(createPrivateKey(serving.key))).toBe(true);
 });
 
+test('names are encoded so that Go clients (kube-apiserver, Prometheus) parse the certificates', () => {
+  // Self mode names its CA `drainguard-ca@<unix time>`. Go's x509 parser refuses a PrintableString
+  // holding a character outside A-Z a-z 0-9 space ' ( ) + , - . / : = ? (such as '@'): the API server
+  // could not read the caBundle nor the serving certificate whose issuer is that CA.
+  const now = new Date();
+  const ca = createCertificateAuthority('drainguard-ca@1700000000', { now, validityDays: 365 });
+  const serving = createServingCertificate(ca, serviceDnsNames('drainguard', 'drainguard-system'), { now, validityDays: 30 });
+  for (const [name, pem] of [['ca', ca.cert], ['serving', serving.cert]] as const) {
+    const file = join(directory.path, `${name}-names.pem`);
+    writeFileSync(file, pem);
+    const strings = [...openssl('asn1parse', '-in', file).matchAll(/(PRINTABLESTRING|UTF8STRING|IA5STRING|T61STRING)\s*:(.*)$/gm)];
+    expect(strings.map((m) => m[2])).toContain('drainguard-ca@1700000000');
+    const unparsable = strings.filter(([, type, value]) => type === 'PRINTABLESTRING' && !/^[A-Za-z0-9 '()+,\-./:=?]*$/.test(value!));
+    expect(`${name}: ${unparsable.map((m) => m[0]).join('; ')}`).toBe(`${name}: `);
+  }
+});
+
 test('development certificates are generated once, reused while valid, and replaced when expired', () => {
   const dir = join(directory.path, 'dev');
   const first = ensureDevCertificates(dir);

@@ -98,6 +98,7 @@ const VARIANTS: Record<string, RenderOptions> = {
   'failurePolicy Ignore': { set: { 'webhook.failurePolicy': 'Ignore' } },
   'failurePolicy Fail': { set: { 'webhook.failurePolicy': 'Fail' } },
   'serviceMonitor enabled': { set: { 'metrics.serviceMonitor.enabled': true } },
+  'monitoring pack': { set: { 'monitoring.rules.enabled': true, 'monitoring.dashboard.enabled': true } },
   'single replica': { set: { replicaCount: 1 } },
   'networkPolicy disabled': { set: { 'networkPolicy.enabled': false } },
   'Kubernetes 1.29': { kubeVersion: '1.29.0' },

@@ -1,11 +1,13 @@
 /**
  * Validation of rendered objects: built-in kinds against the Kubernetes OpenAPI schemas
  * (kubernetes-models), CRD kinds (cert-manager, Prometheus Operator) against structural schemas of the
- * fields this chart uses, written from the CRDs. An object of any other kind is an error: a new
- * template must come with its validation.
+ * fields this chart uses, written from the CRDs, or (PrometheusRule) against the CRD's own schema. An
+ * object of any other kind is an error: a new template must come with its validation.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
-import type { K8sObject } from '../../support/helm';
+import { REPO_ROOT, type K8sObject } from '../../support/helm';
 
 interface Model {
   validate(): void;
@@ -131,11 +133,57 @@ const serviceMonitor = strict(
   ['apiVersion', 'kind', 'metadata', 'spec'],
 );
 
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
+/**
+ * CRD patterns are Go regular expressions: the one Go construct the schemas here use that JavaScript
+ * lacks is a leading `(?i)` (case-insensitive), which becomes the `i` flag.
+ */
+const goRegExp = Object.assign(
+  (pattern: string, flags: string): RegExp =>
+    pattern.includes('(?i)') ? new RegExp(pattern.replace('(?i)', ''), `${flags}i`) : new RegExp(pattern, flags),
+  { code: 'goRegExp' },
+);
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, code: { regExp: goRegExp } });
+// The API server's extensions of a CRD's structural schema: a `map` list has no two items with the same
+// keys; `int-or-string` is spelled out by the schema's own anyOf.
+ajv.addKeyword({
+  keyword: 'x-kubernetes-list-map-keys',
+  type: 'array',
+  validate: (keys: string[], items: Record<string, unknown>[]) =>
+    new Set(items.map((item) => JSON.stringify(keys.map((key) => item[key])))).size === items.length,
+  errors: false,
+});
+ajv.addKeyword({ keyword: 'x-kubernetes-list-type' });
+ajv.addKeyword({ keyword: 'x-kubernetes-int-or-string' });
+
+type SchemaNode = { [key: string]: unknown; properties?: Record<string, SchemaNode>; additionalProperties?: unknown };
+
+/**
+ * A CRD's openAPIV3Schema as the API server applies it with strict field validation (kubectl's
+ * default): a field the schema does not declare is an error, not silently pruned. `metadata` is
+ * checked like the other custom kinds' (the CRD leaves it to the API server).
+ */
+function crdSchema(file: string, apiVersion: string, kind: string): Record<string, unknown> {
+  const strictFields = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(strictFields);
+    if (node === null || typeof node !== 'object') return node;
+    const copy = Object.fromEntries(Object.entries(node).map(([key, value]) => [key, strictFields(value)])) as SchemaNode;
+    if (copy.properties && copy.additionalProperties === undefined) copy.additionalProperties = false;
+    return copy;
+  };
+  const schema = strictFields(JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/schema', file), 'utf8'))) as SchemaNode;
+  // `status` is the operator's to write: a chart that renders one is wrong.
+  const { status: _status, ...properties } = schema.properties ?? {};
+  schema.properties = { ...properties, apiVersion: { const: apiVersion }, kind: { const: kind }, metadata };
+  return { ...schema, required: ['apiVersion', 'kind', 'metadata', 'spec'] };
+}
+
 const CUSTOM: Record<string, ValidateFunction> = {
   'cert-manager.io/v1/Certificate': ajv.compile(certificate),
   'cert-manager.io/v1/Issuer': ajv.compile(issuer),
   'monitoring.coreos.com/v1/ServiceMonitor': ajv.compile(serviceMonitor),
+  'monitoring.coreos.com/v1/PrometheusRule': ajv.compile(
+    crdSchema('prometheusrule-crd-schema.json', 'monitoring.coreos.com/v1', 'PrometheusRule'),
+  ),
 };
 
 const modelCache = new Map<string, ModelClass>();

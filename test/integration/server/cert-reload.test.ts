@@ -131,6 +131,13 @@ test('swapping the Secret volume under load: zero failed requests, new certifica
   await expect(servedBy(first.ca.cert)).rejects.toThrow(/self-signed|unable to verify|certificate/i);
 });
 
+test('files mode exports the serving certificate expiry and no CA expiry: the CA the API server trusts is not the server\'s to know', async () => {
+  // Whichever pair the swap above left in use.
+  const metrics = (await httpsRequest({ port, method: 'GET', path: '/metrics' })).text;
+  expect(metrics).toMatch(/^drainguard_certificate_expiry_timestamp_seconds \d{10}/m);
+  expect(metrics).not.toMatch(/^drainguard_ca_certificate_expiry_timestamp_seconds /m);
+});
+
 test('a mismatched pair is refused and the current certificate stays in use', async () => {
   const before = await eventually('the second certificate', () => servedBy(second.ca.cert));
   volume.publish({ cert: first.serving.cert, key: second.serving.key });
