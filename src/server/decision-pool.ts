@@ -146,7 +146,9 @@ export class DecisionPool {
         const worker = slot.worker;
         const { timeoutMs, wallTimeoutMs } = this.options;
         const startedAt = performance.now();
-        const cpuAtStart = worker.cpuUsage();
+        // A worker still starting has no usage to read yet: its decision is counted from zero (its own
+        // start, some tens of milliseconds, then counts towards the deadline).
+        const cpuAtStart = worker.cpuUsage().catch(() => ({ user: 0, system: 0 }));
         const timer = setInterval(() => {
           if (performance.now() - startedAt >= wallTimeoutMs) {
             slot.fail(worker, `decision did not finish within ${wallTimeoutMs} ms; worker replaced`);
@@ -157,7 +159,7 @@ export class DecisionPool {
               const usedMs = (now.user + now.system - before.user - before.system) / 1000;
               if (usedMs >= timeoutMs && slot.pending?.id === id) slot.fail(worker, `decision used ${timeoutMs} ms of CPU without finishing; worker replaced`);
             },
-            // The worker is gone (its exit answers the review).
+            // The worker is not running (starting, or gone: its exit answers the review).
             () => undefined,
           );
         }, Math.min(CPU_CHECK_INTERVAL_MS, timeoutMs));
