@@ -50,6 +50,8 @@ export interface WebhookServerOptions {
   requestTimeoutMs?: number;
   /** A decision that used this much CPU time (ms) is abandoned and answered as drainguard's failure. */
   decisionTimeoutMs?: number;
+  /** A decision not finished this long (ms of elapsed time) is abandoned all the same (default: the request timeout). */
+  decisionWallTimeoutMs?: number;
   /** A CommonJS module whose `mutate` replaces the core (tests only). */
   coreModule?: string;
   /** Reviews up to this many bytes are decided on the main thread; larger ones in a decision worker. */
@@ -155,7 +157,7 @@ export class WebhookServer {
       config: options.config,
       heapLimitMb: this.limits.workerHeapMb,
       timeoutMs: options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
-      wallTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
+      wallTimeoutMs: options.decisionWallTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(options.coreModule ? { coreModule: options.coreModule } : {}),
     });
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
