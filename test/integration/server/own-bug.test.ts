@@ -50,7 +50,7 @@ const logs: Record<string, unknown>[] = [];
  * review goes to a decision worker, whatever its size: the tests of a decision that never finishes or
  * runs out of memory are about the worker's isolation.
  */
-async function start(core: string, inline = false, decisionTimeoutMs = 1000): Promise<WebhookServer> {
+async function start(core: string, inline = false, decisionTimeoutMs = 1000, decisionWallTimeoutMs = 10_000): Promise<WebhookServer> {
   logs.length = 0;
   server = await startTestServer(paths, {
     logger: pino(new Writable({ write: (chunk, _e, done) => (logs.push(JSON.parse(String(chunk))), done()) })),
@@ -61,7 +61,7 @@ async function start(core: string, inline = false, decisionTimeoutMs = 1000): Pr
     // Whichever comes first ends a decision that never finishes: its 1 s of CPU, or (on a node so busy
     // that a lower-priority worker gets almost no CPU) 10 s of elapsed time. Longer than the 3 s of the
     // decision that only waits.
-    decisionWallTimeoutMs: 10_000,
+    decisionWallTimeoutMs,
     ...(inline ? {} : { inlineDecisionMaxBytes: 0 }),
   });
   return server;
@@ -94,11 +94,11 @@ test.each([
 });
 
 test.each([
-  ['never finishes', 'stuck', /used 1000 ms of CPU without finishing|did not finish within 10000 ms/, 1000],
-  // A deadline far longer than running out of heap takes on a busy machine: the memory limit ends it.
-  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000],
-] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs) => {
-  const { port } = (await start(CORES[kind], false, decisionTimeoutMs)).address();
+  ['never finishes', 'stuck', /used 1000 ms of CPU without finishing|did not finish within 10000 ms/, 1000, 10_000],
+  // Deadlines far longer than running out of heap takes on a busy machine: the memory limit ends it.
+  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000, 60_000],
+] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs, decisionWallTimeoutMs) => {
+  const { port } = (await start(CORES[kind], false, decisionTimeoutMs, decisionWallTimeoutMs)).address();
   const uid = `0c1d2e3f-aaaa-4bbb-8ccc-${kind === 'never finishes' ? '000000000043' : '000000000044'}`;
   const failed = await httpsRequest({ port, body: reviewOf(name, uid) });
   expect(failed.status).toBe(200);
