@@ -2,12 +2,14 @@
  * `npm run bench:fuzz`: generated AdmissionReviews, valid and garbage, through a real `drainguard serve`
  * over HTTPS, mixed with reviews of ~3 MiB of each kind of large pod content and, at the same time,
  * hostile clients (a 1 GiB declared body, `Expect: 100-continue`, a long pipeline, a weak TLS suite, an
- * unfinished handshake; a connection flood between the phases). A prober checks `/healthz` throughout
- * and the server's memory is watched. Exits non-zero on any 5xx, a crash, a valid review not answered as
+ * unfinished handshake; a connection flood between the phases) and, last, crowding clients from a
+ * second loopback address (silent and idle connections, slow bodies; ./fuzz/crowding) while a client
+ * shaped like the API server's sends good reviews, whose success rate and p99 are reported. A prober
+ * checks `/healthz` throughout and the server's memory is watched. Exits non-zero on any 5xx, a crash, a valid review not answered as
  * the core decides, a patch that does not apply or leaves an invalid pod, or a hostile client handled
  * wrongly: those are correctness failures. The /healthz latency is reported against its 100 ms goal.
  *
- *   npm run bench:fuzz [-- --seed N] [-- --quick]
+ *   npm run bench:fuzz [-- --seed N] [-- --quick] [-- --crowding-only]
  */
 import { readFileSync } from 'node:fs';
 import { DEFAULT_COUNTS, generateCases, resubmissionCase, type CaseClass, type FuzzCase } from './fuzz/cases';
@@ -15,6 +17,7 @@ import { judge, type Verdict } from './fuzz/check';
 import { rawCases, sendRaw } from './fuzz/raw';
 import { describeHealthz, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
 import { runConnectionFlood, runHostileScenarios, type HostileOutcome } from './fuzz/hostile';
+import { CROWD_ADDRESS, runCrowdingScenarios, type CrowdingOutcome } from './fuzz/crowding';
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { admissionLimits, memoryLimitMiB } from '../src/server/sizing';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../src/server/webhook-server';
@@ -51,6 +54,8 @@ export interface FuzzReport {
   /** The server's peak memory during the run, and the limit the chart sets for its limits. */
   memory: MemoryFigures & { memoryLimitMiB: number };
   hostile: HostileOutcome[];
+  /** The crowding clients, each with the API-server-like client's figures while it ran. */
+  crowding: CrowdingOutcome[];
   durationSeconds: number;
 }
 
@@ -132,7 +137,14 @@ function errorLogLines(logPath: string | undefined): number {
     }).length;
 }
 
-async function fuzz(server: RunningServer, target: ClientTarget, seed: number, quick: boolean): Promise<Omit<FuzzReport, 'durationSeconds'>> {
+/** A review of `pod` with `uid`, and one of the same pod grown past 64 KiB (the large lane). */
+function crowdingReviews() {
+  const pod = contourPod();
+  const large = { ...pod, metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, padding: 'x'.repeat(100 * 1024) } } };
+  return { small: (uid: string) => reviewBody(pod, uid), large: (uid: string) => reviewBody(large, uid) };
+}
+
+async function fuzz(server: RunningServer, target: ClientTarget, seed: number, quick: boolean, crowdingOnly: boolean): Promise<Omit<FuzzReport, 'durationSeconds'>> {
   const findings = new Findings();
   let crashed = false;
   server.child.once('exit', () => (crashed = true));
@@ -141,7 +153,7 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
 
   const counts = quick ? { generated: 300, fixtureVariants: 150, notCreate: 20, fieldReplaced: 200, bodies: 50, largePerKind: 1 } : DEFAULT_COUNTS;
   const fixtures = fixturePods();
-  const cases = generateCases(fixtures, counts, seed);
+  const cases = crowdingOnly ? [] : generateCases(fixtures, counts, seed);
   progress(`fuzz: ${cases.length} generated cases (seed ${seed}) against pid ${server.pid}`);
   // Started only now: generating the cases blocks this process for seconds, which the prober would
   // otherwise count against the server.
@@ -156,21 +168,25 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
       // Hostile clients while the reviews are sent; the connection flood is kept for between the phases,
       // where it cannot take the connection a fuzz client reopens after a refused body (or the
       // prober's first one: it once ran here too, and the prober's failures at the start were that).
-      runHostileScenarios(target, validBody, { handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS }),
+      crowdingOnly ? [] : runHostileScenarios(target, validBody, { handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS }),
     ]);
     hostile.push(...alongside);
-    hostile.push(await runConnectionFlood(target, { maxConnections: limits.maxConnections }));
-    for (const outcome of hostile) {
-      findings.count('hostile:client', outcome.ok ? 'handled' : 'MISHANDLED');
-      if (!outcome.ok) findings.record('hostile:client', { kind: 'failure', detail: `${outcome.scenario}: ${outcome.detail}` });
-    }
+    if (!crowdingOnly) hostile.push(await runConnectionFlood(target, { maxConnections: limits.maxConnections }));
 
     // What the API server sends when it reinvokes the webhook: already patched pods must come back unchanged.
     const resubmitted = patched.slice(0, quick ? 100 : 1000).map(resubmissionCase);
     progress(`fuzz: ${resubmitted.length} patched pods sent again`);
     await sendCases(client, resubmitted, findings, [], 'resubmitted');
 
-    const raw = rawCases(reviewBody(contourPod()), quick ? 40 : 300, seed + 50);
+    // Last: while a crowd holds the server, nothing else the run sends could be told apart from it.
+    progress('fuzz: crowding clients from a second address, with an API-server-like client');
+    const crowding = await runCrowdingScenarios(target, crowdingReviews(), quick ? 5_000 : 15_000);
+    for (const outcome of [...hostile, ...crowding]) {
+      findings.count('hostile:client', outcome.ok ? 'handled' : 'MISHANDLED');
+      if (!outcome.ok) findings.record('hostile:client', { kind: 'failure', detail: `${outcome.scenario}: ${outcome.detail}` });
+    }
+
+    const raw = crowdingOnly ? [] : rawCases(reviewBody(contourPod()), quick ? 40 : 300, seed + 50);
     progress(`fuzz: ${raw.length} raw TLS payloads`);
     await pool(raw, CONCURRENCY, async (rawCase) => {
       const answer = await sendRaw(target, rawCase.payload);
@@ -200,6 +216,7 @@ async function fuzz(server: RunningServer, target: ClientTarget, seed: number, q
       healthz: healthzFigures,
       memory: { ...memoryFigures, memoryLimitMiB: memoryLimitMiB(limits) },
       hostile,
+      crowding,
     };
   } finally {
     client.close();
@@ -221,6 +238,7 @@ function render(report: FuzzReport): string {
     `garbage answered with another 4xx than expected: ${report.unexpectedStatuses}${report.unexpectedStatusSamples.map((s) => `\n  - ${s}`).join('')}`,
     `server error log lines: ${report.serverErrorLogLines}; alive at end: ${report.serverAliveAtEnd}; /healthz at end: ${report.healthzAtEnd}`,
     `hostile clients: ${report.hostile.map((o) => `\n  - ${o.ok ? 'ok' : 'MISHANDLED'} ${o.scenario}: ${o.detail}`).join('')}`,
+    `crowding clients (from ${CROWD_ADDRESS}; the API-server-like client from 127.0.0.1): ${report.crowding.map((o) => `\n  - ${o.ok ? 'ok' : 'MISHANDLED'} ${o.scenario}: ${o.detail}`).join('')}`,
     `/healthz during the run: ${describeHealthz(report.healthz)}`,
     `server memory: peak resident ${report.memory.peakRssMiB} MiB, peak anonymous ${report.memory.peakAnonMiB} MiB (chart limit for these limits: ${report.memory.memoryLimitMiB} MiB)`,
   ];
@@ -229,6 +247,7 @@ function render(report: FuzzReport): string {
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
+  const crowdingOnly = process.argv.includes('--crowding-only');
   const seed = numberFlag('seed', 20261129);
   const section = beginSection('fuzz', 'npm run bench:fuzz', quick);
   const certs = createBenchCertificates();
@@ -237,7 +256,7 @@ async function main(): Promise<void> {
   try {
     const server = await startDrainguard(certs);
     try {
-      const figures = await fuzz(server, { port: server.port, ca: certs.ca, servername: certs.servername }, seed, quick);
+      const figures = await fuzz(server, { port: server.port, ca: certs.ca, servername: certs.servername }, seed, quick, crowdingOnly);
       report = { ...figures, durationSeconds: (Date.now() - started) / 1000 };
     } finally {
       await server.stop();

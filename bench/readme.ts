@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
 import { describeHealthz } from './fuzz/healthz-probe';
+import { CROWD_ADDRESS } from './lib/crowd';
 import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
 import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from './lib/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';
@@ -173,6 +174,21 @@ function fuzzSection(section: SectionEnvelope<FuzzReport>): string {
       `Server memory: peak ${report.memory.peakRssMiB.toFixed(1)} MiB resident, ${report.memory.peakAnonMiB.toFixed(1)} MiB anonymous ` +
       `(the chart's limit for these settings: ${report.memory.memoryLimitMiB} MiB). Hostile clients: ` +
       `${report.hostile.map((h) => `${h.scenario} ${h.ok ? 'handled' : 'MISHANDLED'}`).join('; ')}.`,
+    '',
+    `Crowding clients from ${CROWD_ADDRESS}, one crowd after another (each connection the server closes or refuses reopened a second later), ` +
+      'while an API-server-like client on 127.0.0.1 sends good reviews one after another on a keep-alive pool, with the API server\'s default 10 s timeout:',
+    '',
+    mdTable([
+      ['crowd', 'reviews answered 200', 'p50', 'p99', 'max', 'crowd connections opened / closed by the server'],
+      ...(report.crowding ?? []).map((c) => [
+        c.scenario,
+        `${c.apiClient.succeeded} of ${c.apiClient.sent} (${c.apiClient.successRate}%)${c.ok ? '' : ' MISHANDLED'}`,
+        `${c.apiClient.p50Ms} ms`,
+        `${c.apiClient.p99Ms} ms`,
+        `${c.apiClient.maxMs} ms`,
+        `${c.crowd.opened} / ${c.crowd.closedByServer}`,
+      ]),
+    ]),
   ].join('\n');
 }
 

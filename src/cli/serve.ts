@@ -51,9 +51,9 @@ const FLAGS = {
   'max-queued-admissions': {
     type: 'string',
     valueName: 'N',
-    description: 'admissions that may wait for a slot, in each of the small and large lines (default 32); more get 429 with Retry-After',
+    description: 'admissions that may wait for a slot, in each of the small and large lines (default 32), shared fairly between client addresses; more get 429 with Retry-After',
   },
-  'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 128); more are closed at once' },
+  'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 128), shared fairly between client addresses' },
   dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;

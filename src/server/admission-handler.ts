@@ -10,12 +10,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { AdmissionSlots } from './admission-limiter';
+import type { AdmissionLimiter, AdmissionSlots } from './admission-limiter';
 import { takeTurn } from './connection-turns';
 import type { Decided } from './decision-pool';
 import { HttpError } from './http-error';
 import type { WebhookMetrics } from './metrics';
-import { checkDeclaredBody, readBody } from './request-body';
+import { checkDeclaredBody, readBody, SlowBodyError, LARGE_BODY_PACE } from './request-body';
+import { sourceOf } from './connection-guard';
 
 export interface AdmissionHandlerOptions {
   metrics: WebhookMetrics;
@@ -28,6 +29,8 @@ export interface AdmissionHandlerOptions {
   slots: AdmissionSlots;
   /** Decides on one body (inline or in a decision worker); the body's memory is handed over. */
   decide: (body: Buffer) => Promise<Decided>;
+  /** The request's body has been read (the connection guard then counts its connection as answering). */
+  onBodyReceived: (req: IncomingMessage) => void;
 }
 
 /** Seconds a refused client is told to wait; the API server's client waits this long, then retries. */
@@ -106,7 +109,26 @@ function errorOf(text: string): string {
 }
 
 export function createAdmissionHandler(options: AdmissionHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { metrics, logger, isDraining, slots, decide, bodyLimitBytes } = options;
+  const { metrics, logger, isDraining, slots, decide, bodyLimitBytes, onBodyReceived } = options;
+
+  /** A slot in `limiter` for this request's source, or the 429 that refuses it. */
+  async function slotIn(limiter: AdmissionLimiter, req: IncomingMessage): Promise<() => void> {
+    const release = await limiter.acquire(sourceOf(req.socket));
+    if (release === undefined) {
+      throw new HttpError(429, `too many admissions in progress (${limiter.concurrency} running, ${limiter.queueLimit} waiting); retry`, {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      });
+    }
+    return release;
+  }
+
+  function readFully(req: IncomingMessage, res: ServerResponse, pace: typeof LARGE_BODY_PACE | undefined): Promise<Buffer> {
+    if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+    return readBody(req, bodyLimitBytes, pace).then((body) => {
+      onBodyReceived(req);
+      return body;
+    });
+  }
 
   function logDecision(decided: Decided, seconds: number): void {
     const { outcome } = decided;
@@ -135,15 +157,20 @@ export function createAdmissionHandler(options: AdmissionHandlerOptions): (req: 
       const declared = checkDeclaredBody(req, bodyLimitBytes);
       await turn.ready;
       const limiter = slots.lineFor(declared);
-      const slot = limiter.acquire();
-      if (slot === undefined) {
-        throw new HttpError(429, `too many admissions in progress (${limiter.concurrency} running, ${limiter.queueLimit} waiting); retry`, {
-          'Retry-After': String(RETRY_AFTER_SECONDS),
-        });
+      let body: Buffer;
+      if (limiter === slots.small) {
+        // A small body is read before it takes a slot, so a client sending it slowly holds no slot:
+        // only its connection, which the connection guard bounds and shares between sources.
+        body = await readFully(req, res, undefined);
+        release = await slotIn(limiter, req);
+        // Its client left while it waited: nobody is there to answer.
+        if (req.socket.destroyed) return;
+      } else {
+        // A large body is read only in its slot (memory: slots × body limit), and must arrive at the
+        // minimum pace, so a slow client cannot keep the slot from others.
+        release = await slotIn(limiter, req);
+        body = await readFully(req, res, LARGE_BODY_PACE);
       }
-      release = await slot;
-      if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
-      const body = await readBody(req, bodyLimitBytes);
       const started = process.hrtime.bigint();
       logger.debug({ bytes: body.length }, 'admission received; deciding');
       const decided = await decide(body);
@@ -151,6 +178,7 @@ export function createAdmissionHandler(options: AdmissionHandlerOptions): (req: 
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       logDecision(decided, seconds);
     } catch (error) {
+      if (error instanceof SlowBodyError) metrics.recordSlowBody();
       if (answerError(req, res, logger, ADMISSION_PATH, error) === 429) metrics.recordThrottled();
       else metrics.recordRejected();
     } finally {

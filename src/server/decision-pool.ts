@@ -1,9 +1,15 @@
 /**
  * A fixed set of decision workers (worker_threads). Each decides one review at a time; the admission
  * limiter in front guarantees no more reviews are in flight than there are workers. A worker whose
- * decision outlives the deadline is terminated, one that runs out of its heap dies on its own: either
- * way it is replaced, and the review is answered as drainguard's own failure (admitted unchanged, with a
- * warning), never left hanging.
+ * decision uses more CPU than the deadline allows is terminated, one that runs out of its heap dies on
+ * its own: either way it is replaced, and the review is answered as drainguard's own failure (admitted
+ * unchanged, with a warning), never left hanging.
+ *
+ * The deadline counts the CPU time the worker's thread used, not the time that passed: the workers run
+ * at a lower CPU priority than the main thread (./decision-worker), so on a busy node a decision can
+ * wait for a CPU far longer than it computes (a 3 MiB review took 1 s idle and over 10 s beside two
+ * busy loops on two cores), and a wall-clock deadline failed good reviews there. A decision still
+ * unanswered when the API server can no longer be waiting (30 s) is abandoned all the same.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,8 +24,10 @@ export interface DecisionPoolOptions {
   config: Config;
   /** V8 old-generation limit of each worker, MiB. */
   heapLimitMb: number;
-  /** A decision still running after this long is abandoned. */
+  /** A decision that has used this much CPU time (ms) without finishing is abandoned. */
   timeoutMs: number;
+  /** A decision not finished this long (ms of wall-clock time) after it began is abandoned. */
+  wallTimeoutMs: number;
   coreModule?: string;
 }
 
@@ -46,6 +54,9 @@ export function decisionWorkerScript(): string {
   if (__filename.endsWith('.ts') && existsSync(built)) return built;
   throw new Error(`decision worker not found at ${beside}; run \`npm run build\``);
 }
+
+/** How often a running decision's CPU time is read (worker.cpuUsage() is cheap: a getrusage of its thread). */
+export const CPU_CHECK_INTERVAL_MS = 100;
 
 interface Pending {
   id: number;
@@ -77,7 +88,7 @@ class Slot {
       return;
     }
     this.pending = undefined;
-    clearTimeout(pending.timer);
+    clearInterval(pending.timer);
     pending.resolve({ httpStatus: message.httpStatus, text: message.text, outcome: message.outcome });
   }
 
@@ -90,7 +101,7 @@ class Slot {
     void worker.terminate();
     if (!this.pool.closed) this.spawn();
     if (pending) {
-      clearTimeout(pending.timer);
+      clearInterval(pending.timer);
       pending.resolve(failedDecision(pending.review, reason));
     }
   }
@@ -133,10 +144,25 @@ export class DecisionPool {
       return await new Promise<Decided>((resolve) => {
         const id = (this.nextId += 1);
         const worker = slot.worker;
-        const timer = setTimeout(
-          () => slot.fail(worker, `decision did not finish within ${this.options.timeoutMs} ms; worker replaced`),
-          this.options.timeoutMs,
-        );
+        const { timeoutMs, wallTimeoutMs } = this.options;
+        const startedAt = performance.now();
+        // A worker still starting has no usage to read yet: its decision is counted from zero (its own
+        // start, some tens of milliseconds, then counts towards the deadline).
+        const cpuAtStart = worker.cpuUsage().catch(() => ({ user: 0, system: 0 }));
+        const timer = setInterval(() => {
+          if (performance.now() - startedAt >= wallTimeoutMs) {
+            slot.fail(worker, `decision did not finish within ${wallTimeoutMs} ms; worker replaced`);
+            return;
+          }
+          void Promise.all([cpuAtStart, worker.cpuUsage()]).then(
+            ([before, now]) => {
+              const usedMs = (now.user + now.system - before.user - before.system) / 1000;
+              if (usedMs >= timeoutMs && slot.pending?.id === id) slot.fail(worker, `decision used ${timeoutMs} ms of CPU without finishing; worker replaced`);
+            },
+            // The worker is not running (starting, or gone: its exit answers the review).
+            () => undefined,
+          );
+        }, Math.min(CPU_CHECK_INTERVAL_MS, timeoutMs));
         slot.pending = { id, review: undefined, timer, resolve };
         const message: DecideMessage = { id, body: ownArrayBuffer(body) };
         worker.postMessage(message, [message.body]);

@@ -4,6 +4,10 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AdmissionOutcome } from '../admission/decide';
+import type { ClosedReason } from './connection-guard';
+import type { ConnectionState } from './connection-table';
+
+const CONNECTION_STATES: readonly ConnectionState[] = ['idle', 'receiving', 'answering'];
 
 /**
  * Sub-millisecond buckets: the decision itself takes tens of microseconds on a typical pod. The last two
@@ -88,10 +92,32 @@ export class WebhookMetrics {
     registers: [this.registry],
     collect: (): void => this.waiting.set(this.admissionLoad.queued),
   });
+  private readonly slowBodies = new Counter({
+    name: 'drainguard_admissions_slow_bodies_total',
+    help: 'Admissions answered 408 because their body arrived slower than the minimum rate for a large slot',
+    registers: [this.registry],
+  });
   private readonly droppedConnections = new Counter({
     name: 'drainguard_connections_dropped_total',
-    help: 'Connections closed at once because the server already had its maximum number of connections',
+    help: 'Connections refused at once: the server had its maximum number of connections and none could be closed for it',
     registers: [this.registry],
+  });
+  private readonly closedConnections = new Counter({
+    name: 'drainguard_connections_closed_total',
+    help: 'Connections the server closed: evicted (to make room for a source holding fewer) or idle-timeout (no request in time)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  /** Where the gauge below reads the open connections by state when metrics are scraped. */
+  private connectionLoad: { count(state: ConnectionState): number } = { count: () => 0 };
+  private readonly connections: Gauge<'state'> = new Gauge({
+    name: 'drainguard_connections',
+    help: 'Open connections by state: idle (no request under way), receiving (a body still arriving), answering',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+    collect: (): void => {
+      for (const state of CONNECTION_STATES) this.connections.set({ state }, this.connectionLoad.count(state));
+    },
   });
   private readonly tlsFailures = new Counter({
     name: 'drainguard_tls_handshake_failures_total',
@@ -144,8 +170,22 @@ export class WebhookMetrics {
     this.admissionLoad = load;
   }
 
+  /** A 408: a body too slow for the large slot it held. */
+  recordSlowBody(): void {
+    this.slowBodies.inc();
+  }
+
   recordDroppedConnection(): void {
     this.droppedConnections.inc();
+  }
+
+  recordClosedConnection(reason: ClosedReason): void {
+    this.closedConnections.inc({ reason });
+  }
+
+  /** The connection guard whose open connections the gauge reports. */
+  observeConnections(load: { count(state: ConnectionState): number }): void {
+    this.connectionLoad = load;
   }
 
   recordTlsFailure(reason: 'timeout' | 'protocol'): void {

@@ -7,6 +7,30 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from './http-error';
 
+/** How fast a body must arrive: all of it within `graceMs` plus its size at `bytesPerSecond`. */
+export interface BodyPace {
+  bytesPerSecond: number;
+  graceMs: number;
+}
+
+/**
+ * The pace of a body read in a large slot. The API server writes a review it holds in memory in one go:
+ * even over a 10 Mbit/s link a 3 MiB review takes 2.5 s, within the 4 s this allows it. A client
+ * sending one byte a second keeps a slot for just over a second.
+ */
+export const LARGE_BODY_PACE: BodyPace = { bytesPerSecond: 1024 * 1024, graceMs: 1000 };
+
+/** A body that arrived slower than its pace: answered 408, and its connection closed. */
+export class SlowBodyError extends HttpError {
+  constructor(received: number, expected: number, elapsedMs: number, pace: BodyPace) {
+    super(
+      408,
+      `request body arrived too slowly: ${received} of ${expected} bytes in ${(elapsedMs / 1000).toFixed(1)} s; ` +
+        `a body over 64 KiB must arrive at ${pace.bytesPerSecond / 1024} KiB/s (after ${pace.graceMs} ms)`,
+    );
+  }
+}
+
 export function tooLarge(limit: number, length?: number): HttpError {
   return new HttpError(413, `request body of ${length ?? 'more than the limit'} bytes exceeds the ${limit} byte limit`);
 }
@@ -31,8 +55,11 @@ function declaredLength(req: IncomingMessage): number | undefined {
   return header === undefined ? undefined : Number(header);
 }
 
-/** The whole body, at most `limit` bytes; rejects with a 413 as soon as more arrives. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * The whole body, at most `limit` bytes; rejects with a 413 as soon as more arrives, and with a 408 when
+ * `pace` is given and the body is not all there in time.
+ */
+export function readBody(req: IncomingMessage, limit: number, pace?: BodyPace): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // A client that left while its request waited for a slot: its 'close' has already been emitted and
     // no 'data' or 'end' will ever come, so waiting for them would hold the slot for good.
@@ -44,12 +71,28 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // Exactly the declared size, outside Node's shared pool: the buffer owns its ArrayBuffer.
     let body = Buffer.allocUnsafeSlow(declared ?? Math.min(limit, 64 * 1024));
     let length = 0;
+    const startedAt = performance.now();
+    let paceTimer: NodeJS.Timeout | undefined;
+    let settled = false;
     const finish = (outcome: () => void) => {
+      settled = true;
+      clearTimeout(paceTimer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('close', onClose);
       outcome();
     };
+    if (pace) {
+      const expected = declared ?? limit;
+      paceTimer = setTimeout(
+        // What arrived while this process was busy is read first (the poll phase runs before
+        // setImmediate): a body is judged on what the client sent, not on how busy the server was.
+        () => setImmediate(() => {
+          if (!settled) finish(() => reject(new SlowBodyError(length, expected, performance.now() - startedAt, pace)));
+        }),
+        pace.graceMs + (1000 * expected) / pace.bytesPerSecond,
+      );
+    }
     const onData = (chunk: Buffer) => {
       if (length + chunk.length > limit) return finish(() => reject(tooLarge(limit)));
       if (length + chunk.length > body.length) {

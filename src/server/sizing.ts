@@ -7,7 +7,9 @@
  *                        + concurrency × (worker heap + WORKER_OVERHEAD + body limit)
  *   worker heap (MiB)  = WORKER_HEAP_BASE + WORKER_HEAP_PER_BODY_MIB × body limit (MiB)
  *
- * Waiting admissions cost next to nothing: their bodies are not read until they hold a slot.
+ * A small admission's body (at most 64 KiB) is read before it takes a slot and counts against its
+ * connection; a large admission waiting for a slot costs next to nothing: its body is not read until
+ * it holds one.
  */
 
 export interface AdmissionLimits {
@@ -43,12 +45,16 @@ export const DEFAULT_LIMITS = {
  * mapped code, which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending
  * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 422 to
  * 456 MiB resident (366 to 395 MiB anonymous) over five runs: the base is what makes the default limit
- * (510 MiB) cover the highest of those resident peaks with a 10% margin. Earlier, smaller bases were
+ * (510 MiB before connections held a small body, now 518) cover the highest of those resident peaks with a 10% margin. Earlier, smaller bases were
  * sized from runs on a loaded machine, which answered fewer large reviews at once.
  */
 export const BASE_MEMORY_MIB = 256;
-/** An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each). */
-export const PER_CONNECTION_KIB = 128;
+/**
+ * An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each), and the
+ * body of a small review being read before it takes a slot (64 KiB at most, one per connection: the
+ * admissions of a connection take turns).
+ */
+export const PER_CONNECTION_KIB = 192;
 /**
  * A small admission: its body (64 KiB at most), its answer, and its share of the main thread's young
  * generation while it is decided. The parsed review and the decision's garbage are the main thread's

@@ -15,6 +15,7 @@ import type { Config } from '../config/types';
 import { checkKeyPair } from '../certs/inspect';
 import { createAdmissionHandler, isAdmissionRequest } from './admission-handler';
 import { AdmissionLimiter, AdmissionSlots } from './admission-limiter';
+import { ConnectionGuard, DEFAULT_IDLE_TIMEOUT_MS } from './connection-guard';
 import { createWebhookApp } from './app';
 import { DecisionBatch, DEFAULT_BATCH_BUDGET_MS } from './decision-batch';
 import { DecisionPool, type Decided } from './decision-pool';
@@ -43,8 +44,14 @@ export interface WebhookServerOptions {
   limits?: Partial<AdmissionLimits>;
   /** A TLS handshake not finished this long after the connection opened is abandoned. */
   handshakeTimeoutMs?: number;
-  /** A decision still running after this long is abandoned and answered as drainguard's failure. */
+  /** A connection with no request under way this long (after its handshake or last answer) is closed. */
+  idleTimeoutMs?: number;
+  /** A request (head and body) not received this long after it began is answered 408. */
+  requestTimeoutMs?: number;
+  /** A decision that used this much CPU time (ms) is abandoned and answered as drainguard's failure. */
   decisionTimeoutMs?: number;
+  /** A decision not finished this long (ms of elapsed time) is abandoned all the same (default: the request timeout). */
+  decisionWallTimeoutMs?: number;
   /** A CommonJS module whose `mutate` replaces the core (tests only). */
   coreModule?: string;
   /** Reviews up to this many bytes are decided on the main thread; larger ones in a decision worker. */
@@ -72,7 +79,25 @@ export const TLS_CIPHERS = [
 /** The settings every secure context of the server gets, the first and each reloaded one. */
 const TLS_SETTINGS = { minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, honorCipherOrder: true } as const;
 
+/** As long as kube-apiserver's webhook client waits for a handshake (`TLSHandshakeTimeout`, ./connection-guard). */
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+/** The API server waits at most 30 s for a webhook (`timeoutSeconds` is 1–30): no request may take longer. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** A request head must be complete this long after its first byte (and within the request timeout). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/**
+ * How often Node checks the request and headers timeouts: its default of 30 s let a 30 s request
+ * timeout fire up to 60 s after the request began. Checked every second, it fires within a second of
+ * its time; the check walks only the connections with a request under way.
+ */
+export const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
+/**
+ * Connections the kernel may hold for the server to accept (capped by net.core.somaxconn, 4096 by
+ * default). Node's default of 511 overflowed when a crowd reconnected hundreds of connections at once:
+ * the kernel then drops new SYNs, the API server's included, which it retries only after 1 s, 3 s, 7 s.
+ * Accepting them all costs little: at the connection limit one is closed at once, before any handshake.
+ */
+export const LISTEN_BACKLOG = 4096;
 /**
  * The largest review decided on the main thread. The decision costs about 20–50 µs per KiB of review
  * (linear: `npm run bench` checks it), so one this size holds the event loop for a few milliseconds at
@@ -81,6 +106,7 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
  * they cannot stall `/healthz` or other clients and run under a heap limit and a deadline.
  */
 export const INLINE_DECISION_MAX_BYTES = 64 * 1024;
+/** CPU time a decision may use (./decision-pool): a 3 MiB review needs about 1 s of it. */
 export const DEFAULT_DECISION_TIMEOUT_MS = 10_000;
 
 /**
@@ -131,6 +157,7 @@ export class WebhookServer {
       config: options.config,
       heapLimitMb: this.limits.workerHeapMb,
       timeoutMs: options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
+      wallTimeoutMs: options.decisionWallTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(options.coreModule ? { coreModule: options.coreModule } : {}),
     });
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
@@ -155,20 +182,34 @@ export class WebhookServer {
       bodyLimitBytes: this.limits.bodyLimitBytes,
       slots,
       decide: (body) => (body.length <= inlineMaxBytes ? batch.decide(body) : this.pool.decide(body)),
+      onBodyReceived: (req) => connections.bodyReceived(req),
     });
     // Admissions skip express: one plain request listener, the admission handler or the app.
-    this.server = createServer({ ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS }, (req, res) =>
-      isAdmissionRequest(req) ? admit(req, res) : app(req, res),
+    this.server = createServer(
+      { ...TLS_SETTINGS, handshakeTimeout: options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+      (req, res) => {
+        const admission = isAdmissionRequest(req);
+        connections.requestStarted(req, res, admission);
+        if (admission) admit(req, res);
+        else app(req, res);
+      },
     );
-    // Bound slow clients: the API server's own webhook timeout is at most 30 s.
-    this.server.requestTimeout = 30_000;
-    this.server.headersTimeout = 10_000;
-    // Longer than clients' idle timeouts (Go's default is 90 s), so the client closes idle connections
-    // and never writes a request into one the server has just closed.
-    this.server.keepAliveTimeout = 120_000;
-    // Beyond this many open connections (idle ones included) new ones are closed at once.
-    this.server.maxConnections = this.limits.maxConnections;
-    this.server.on('drop', () => this.metrics.recordDroppedConnection());
+    const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    // Open connections, idle ones included, at most `maxConnections`, shared fairly between sources; an
+    // idle one closed after `idleTimeoutMs` (./connection-guard). Node's own limit would refuse every
+    // new connection at the cap, so it is not set.
+    const connections = new ConnectionGuard(this.server, {
+      capacity: this.limits.maxConnections,
+      idleTimeoutMs,
+      onRefused: () => this.metrics.recordDroppedConnection(),
+      onClosed: (reason) => this.metrics.recordClosedConnection(reason),
+    });
+    this.metrics.observeConnections(connections);
+    this.server.requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, this.server.requestTimeout);
+    // What the Keep-Alive header tells clients; the guard closes idle connections at this time, and Node
+    // would a second later (its keepAliveTimeoutBuffer).
+    this.server.keepAliveTimeout = idleTimeoutMs;
     this.server.on('clientError', answerClientError);
     this.server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
       const timedOut = error.code === 'ERR_TLS_HANDSHAKE_TIMEOUT';
@@ -187,7 +228,7 @@ export class WebhookServer {
       const problem = instance.setCertificate(options.certificate);
       if (problem) throw new Error(`TLS certificate unusable: ${problem}`);
     }
-    instance.server.listen(options.port, options.host);
+    instance.server.listen({ port: options.port, host: options.host, backlog: LISTEN_BACKLOG });
     await once(instance.server, 'listening');
     const { address, port } = instance.address();
     options.logger.info({ address, port, ready: instance.ready, startupMs: Math.round(process.uptime() * 1000) }, 'listening');

@@ -151,7 +151,7 @@ keeps them equal), explained in values.yaml under `resources`.
 {{- $mib := 1048576 }}
 {{- $bodyMiB := div (add (int64 $server.maxBodyBytes) (sub $mib 1)) $mib }}
 {{- $workerHeap := add 16 (div (add (mul 24 (int64 $server.maxBodyBytes)) (sub $mib 1)) $mib) }}
-{{- $connections := div (add (mul (int64 $server.maxConnections) 128) 1023) 1024 }}
+{{- $connections := div (add (mul (int64 $server.maxConnections) 192) 1023) 1024 }}
 {{- $small := div (add (mul (int64 $server.maxConcurrentSmallAdmissions) 512) 1023) 1024 }}
 {{- add 256 $connections $small (mul (int64 $server.maxConcurrentAdmissions) (add $workerHeap 24 $bodyMiB)) }}
 {{- end }}

@@ -523,8 +523,8 @@ describe('server limits and memory', () => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 510Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('510Mi');
+  test('the default limit is 518Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('518Mi');
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {

@@ -115,22 +115,7 @@ describe('connections', () => {
     const metrics = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' });
     expect(metrics.text).toMatch(/drainguard_tls_handshake_failures_total\{reason="timeout"\} 1/);
   });
-
-  test('beyond the connection limit new connections are closed at once; once one closes, a new one is served', async () => {
-    const port = await startServer({ limits: { maxConnections: 3 } });
-    const idle = await Promise.all([0, 1, 2].map(async () => {
-      const socket = tlsConnect(port);
-      await once(socket, 'secureConnect');
-      return socket;
-    }));
-    await expect(handshake(port, {})).rejects.toThrow(/socket disconnected|ECONNRESET|EPIPE/i);
-    idle[0]!.destroy();
-    const health = await eventually('a free connection slot', async () => {
-      const result = await httpsRequest({ port, ca, servername: 'localhost', method: 'GET', path: '/metrics' }).catch(() => undefined);
-      return result?.status === 200 ? result : undefined;
-    });
-    expect(health.text).toMatch(/drainguard_connections_dropped_total [1-9]/);
-  });
+  // The connection limit, its fair shares and its evictions: ./crowding-clients.test.ts.
 });
 
 describe('declared body length', () => {
@@ -206,19 +191,28 @@ describe('pipelining', () => {
 describe('admission slots', () => {
   /**
    * A server with one slot and one place in the waiting line, whose core holds its worker for pods
-   * named "stuck" until the decision deadline frees it; with a sender and a reader of its metrics.
+   * named "stuck" until the test releases them; with a sender and a reader of its metrics.
    */
   async function startOneSlotServer(coreFile: string) {
-    const port = await startServer({ coreModule: stuckCore(coreFile), limits: { concurrency: 1, queueLimit: 1 }, decisionTimeoutMs: 3000, inlineDecisionMaxBytes: 0 });
-    return { port, ...clientOf(port) };
+    const stuck = stuckCore(coreFile);
+    const port = await startServer({ coreModule: stuck.core, limits: { concurrency: 1, queueLimit: 1 }, inlineDecisionMaxBytes: 0 });
+    return { port, release: stuck.release, ...clientOf(port) };
   }
 
-  /** The real core, except that it never finishes a pod named "stuck" (the decision deadline frees its worker). */
-  function stuckCore(coreFile: string): string {
+  /**
+   * The real core, except that it holds a pod named "stuck" until `release` is called (it waits for a
+   * file, without using the CPU), then decides it as the real core does.
+   */
+  function stuckCore(coreFile: string): { core: string; release: () => void } {
     const core = join(directory.path, coreFile);
+    const released = JSON.stringify(join(directory.path, `${coreFile}.released`));
     const dist = JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'));
-    writeFileSync(core, `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') for (;;) {} return require(${dist}).mutate(pod, config); };\n`);
-    return core;
+    writeFileSync(
+      core,
+      `const { existsSync } = require('node:fs');\nconst pause = new Int32Array(new SharedArrayBuffer(4));\n` +
+        `exports.mutate = (pod, config) => { if (pod.metadata.name === 'stuck') while (!existsSync(${released})) Atomics.wait(pause, 0, 0, 10); return require(${dist}).mutate(pod, config); };\n`,
+    );
+    return { core, release: () => writeFileSync(JSON.parse(released) as string, '') };
   }
 
   /** A sender of reviews to the server on `port`, and a reader of its metrics. */
@@ -232,7 +226,7 @@ describe('admission slots', () => {
   }
 
   test('with every slot and the waiting line taken, a review gets 429 with Retry-After; the waiting ones are answered', async () => {
-    const { send, metric } = await startOneSlotServer('slow-core.cjs');
+    const { send, metric, release } = await startOneSlotServer('slow-core.cjs');
 
     const stuck = send(review('stuck-uid', 'stuck'));
     await eventually('the stuck review to hold the slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
@@ -245,13 +239,15 @@ describe('admission slots', () => {
     expect((refused.json as { error: string }).error).toMatch(/too many admissions in progress \(1 running, 1 waiting\); retry/);
     expect(await metric('drainguard_admissions_throttled_total')).toBe(1);
 
+    release();
     expect((await stuck).json).toMatchObject({ response: { uid: 'stuck-uid', allowed: true } });
     expect((await waiting).json).toMatchObject({ response: { uid: 'waiting-uid', allowed: true, patchType: 'JSONPatch' } });
   });
 
   test('a small review takes a small slot: it is answered while a large one holds every large slot', async () => {
     // One large slot, no waiting line: a second large review is refused at once.
-    const port = await startServer({ coreModule: stuckCore('slow-large-core.cjs'), limits: { concurrency: 1, queueLimit: 0 }, decisionTimeoutMs: 3000 });
+    const { core, release } = stuckCore('slow-large-core.cjs');
+    const port = await startServer({ coreModule: core, limits: { concurrency: 1, queueLimit: 0 } });
     const { send, metric } = clientOf(port);
     const large = (uid: string, name: string) =>
       JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, name, annotations: { padding: 'x'.repeat(70 * 1024) } } }, { uid }));
@@ -263,11 +259,12 @@ describe('admission slots', () => {
     const small = await send(review('small-uid'));
     expect(small.status).toBe(200);
     expect(small.json).toMatchObject({ response: { uid: 'small-uid', allowed: true, patchType: 'JSONPatch' } });
+    release();
     expect((await stuck).json).toMatchObject({ response: { uid: 'stuck-uid', allowed: true } });
   }, 20_000);
 
   test('a client that goes away while its review waits for a slot gives the slot back', async () => {
-    const { port, send, metric } = await startOneSlotServer('slow-core-2.cjs');
+    const { port, send, metric, release } = await startOneSlotServer('slow-core-2.cjs');
 
     const stuck = send(review('stuck-uid', 'stuck'));
     await eventually('the stuck review to hold the slot', async () => ((await metric('drainguard_admissions_in_progress')) === 1 ? true : undefined));
@@ -279,6 +276,7 @@ describe('admission slots', () => {
     await eventually('the review to wait for the slot', async () => ((await metric('drainguard_admissions_waiting')) === 1 ? true : undefined));
     leaving.destroy();
 
+    release();
     await stuck;
     // The slot the departed client was given must come back: the next review is answered.
     const next = await send(review('next-uid'));

@@ -30,6 +30,12 @@ const CORES = {
   throws: coreModule('throws', `throw new PatchVerificationError('patched pod has duplicate container names', ['duplicate container name "envoy"']);`),
   // Only pods whose name says so misbehave: the same server then answers a normal pod normally.
   'never finishes': coreModule('never-finishes', `if (pod.metadata.name === 'stuck') for (;;) {}\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`),
+  // Holds its thread three seconds without using the CPU, as a decision worker does that gets no CPU
+  // on a busy node (it runs at a lower priority than the main thread), then decides as the real core.
+  'gets no CPU for a while': coreModule(
+    'no-cpu',
+    `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
+  ),
   'exhausts its memory': coreModule(
     'exhausts-memory',
     `if (pod.metadata.name === 'hungry') { const hoard = []; for (;;) hoard.push(new Array(100000).fill(hoard.length)); }\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
@@ -44,7 +50,7 @@ const logs: Record<string, unknown>[] = [];
  * review goes to a decision worker, whatever its size: the tests of a decision that never finishes or
  * runs out of memory are about the worker's isolation.
  */
-async function start(core: string, inline = false, decisionTimeoutMs = 1000): Promise<WebhookServer> {
+async function start(core: string, inline = false, decisionTimeoutMs = 1000, decisionWallTimeoutMs = 10_000): Promise<WebhookServer> {
   logs.length = 0;
   server = await startTestServer(paths, {
     logger: pino(new Writable({ write: (chunk, _e, done) => (logs.push(JSON.parse(String(chunk))), done()) })),
@@ -52,6 +58,10 @@ async function start(core: string, inline = false, decisionTimeoutMs = 1000): Pr
     // One worker: a failed one must be replaced before anything else can be answered.
     limits: { concurrency: 1 },
     decisionTimeoutMs,
+    // Whichever comes first ends a decision that never finishes: its 1 s of CPU, or (on a node so busy
+    // that a lower-priority worker gets almost no CPU) 10 s of elapsed time. Longer than the 3 s of the
+    // decision that only waits.
+    decisionWallTimeoutMs,
     ...(inline ? {} : { inlineDecisionMaxBytes: 0 }),
   });
   return server;
@@ -84,11 +94,11 @@ test.each([
 });
 
 test.each([
-  ['never finishes', 'stuck', /did not finish within 1000 ms/, 1000],
-  // A deadline far longer than running out of heap takes on a busy machine: the memory limit ends it.
-  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000],
-] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs) => {
-  const { port } = (await start(CORES[kind], false, decisionTimeoutMs)).address();
+  ['never finishes', 'stuck', /used 1000 ms of CPU without finishing|did not finish within 10000 ms/, 1000, 10_000],
+  // Deadlines far longer than running out of heap takes on a busy machine: the memory limit ends it.
+  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000, 60_000],
+] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs, decisionWallTimeoutMs) => {
+  const { port } = (await start(CORES[kind], false, decisionTimeoutMs, decisionWallTimeoutMs)).address();
   const uid = `0c1d2e3f-aaaa-4bbb-8ccc-${kind === 'never finishes' ? '000000000043' : '000000000044'}`;
   const failed = await httpsRequest({ port, body: reviewOf(name, uid) });
   expect(failed.status).toBe(200);
@@ -104,4 +114,13 @@ test.each([
   expect(next.json).toMatchObject({ response: { uid: 'next-uid', allowed: true, patchType: 'JSONPatch' } });
   const health = await httpsRequest({ port, method: 'GET', path: '/healthz' });
   expect(health.status).toBe(200);
+});
+
+test('a decision that waits longer than its deadline for the CPU, without using it, is answered with its patch', async () => {
+  // The deadline counts the CPU a decision uses, not the time it waits for a CPU: a busy node makes a
+  // decision slower, never a failure.
+  const { port } = (await start(CORES['gets no CPU for a while'], false, 1000)).address();
+  const answer = await httpsRequest({ port, body: reviewOf('envoy-starved', 'starved-uid') });
+  expect(answer.json).toMatchObject({ response: { uid: 'starved-uid', allowed: true, patchType: 'JSONPatch' } });
+  expect(logs.find((entry) => entry.uid === 'starved-uid')).toMatchObject({ result: 'mutated' });
 });

@@ -2,7 +2,7 @@
  * Shared by the webhook's integration and e2e tests: fixture pods as AdmissionReviews, an HTTPS client
  * that verifies like kube-apiserver does (a CA bundle and the Service DNS name), temp directories.
  */
-import { request } from 'node:https';
+import { request, type Agent } from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,9 +46,11 @@ export interface HttpsRequestOptions {
   servername?: string;
   /** Send only the headers and these bytes, then end the request (truncated/lying bodies). */
   rawBody?: Buffer;
+  /** Reuse this agent's keep-alive connection instead of a fresh one. */
+  agent?: Agent;
 }
 
-/** One request on a fresh connection (no agent), verifying the server's certificate when `ca` is given. */
+/** One request on a fresh connection (unless `agent` is given), verifying the server's certificate when `ca` is given. */
 export function httpsRequest(options: HttpsRequestOptions): Promise<HttpsResult> {
   return new Promise((resolveResult, reject) => {
     const body = options.body;
@@ -58,7 +60,7 @@ export function httpsRequest(options: HttpsRequestOptions): Promise<HttpsResult>
         port: options.port,
         path: options.path ?? '/mutate',
         method: options.method ?? 'POST',
-        agent: false,
+        agent: options.agent ?? false,
         ...(options.ca ? { ca: options.ca, rejectUnauthorized: true } : { rejectUnauthorized: false }),
         ...(options.servername ? { servername: options.servername } : {}),
         headers: {
