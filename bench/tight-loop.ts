@@ -67,7 +67,7 @@ export function benchTightLoop(progress: (line: string) => void, quick: boolean)
   const { overrides } = readOverrides(pod.metadata?.annotations ?? {});
   const envoy = findEnvoy(pod, config, undefined);
   if (!envoy.found) throw new Error('benchmark pod contour has no Envoy');
-  const expected = applySteps(pod, makePlan(pod, config, overrides, envoy.index)).builder.draft;
+  const expected = applySteps(pod, makePlan(pod, config, overrides, envoy.index, envoy.evidence)).builder.draft;
 
   progress('tight loop: JSON.parse of the review');
   const jsonParse = timeCalls(() => JSON.parse(body), iterations);

@@ -6,7 +6,7 @@
 import type { Config } from '../config/types';
 import { mutate, PatchVerificationError } from '../mutate/index';
 import type { Pod } from '../mutate/k8s';
-import type { MutationAction, MutationResult, SkipReason } from '../mutate/result';
+import type { MutationAction, MutationResult, PatchOperation, SkipReason } from '../mutate/result';
 import {
   parseAdmissionReview,
   podFrom,
@@ -36,6 +36,8 @@ export interface AdmissionOutcome {
   dryRun?: boolean;
   actions: MutationAction[];
   skipReason?: SkipReason;
+  /** For `skipped`: what drainguard looked for or found, and why it left the pod alone (logged). */
+  skipMessage?: string;
   patchOperations: number;
   /** Set for `invalid` (the 400 message) and `error` (the internal failure). */
   error?: string;
@@ -106,9 +108,10 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
         { result: 'denied', actions: [], patchOperations: 0 },
       );
     case 'skipped':
+      // A pod left whole may still lose a drainguard.io/protected label it cannot honour.
       return answer(
-        { allowed: true, ...withWarnings },
-        { result: 'skipped', actions: [], skipReason: result.reason, patchOperations: 0 },
+        { allowed: true, ...patchOf(result.patch), ...withWarnings },
+        { result: 'skipped', actions: [], skipReason: result.reason, skipMessage: result.message, patchOperations: result.patch.length },
       );
     case 'unchanged':
       return answer({ allowed: true, ...withWarnings }, { result: 'unchanged', actions: [], patchOperations: 0 });
@@ -117,16 +120,17 @@ export function decideAdmission(review: unknown, config: Config, core: MutateFun
       // never sends these, so this is a malformed request, answered 400 with every bad field named.
       return badRequest(`request.object is not a valid Pod: ${summariseProblems(result.problems)}`, context);
     case 'mutated': {
-      const patch =
-        result.patch.length > 0
-          ? { patchType: 'JSONPatch' as const, patch: Buffer.from(JSON.stringify(result.patch)).toString('base64') }
-          : {};
       return answer(
-        { allowed: true, ...patch, ...withWarnings },
+        { allowed: true, ...patchOf(result.patch), ...withWarnings },
         { result: 'mutated', actions: result.actions, patchOperations: result.patch.length },
       );
     }
   }
+}
+
+/** The answer's patch fields: none for an empty patch. */
+function patchOf(patch: readonly PatchOperation[]): { patchType?: 'JSONPatch'; patch?: string } {
+  return patch.length > 0 ? { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') } : {};
 }
 
 export function notPodWarning(what: string): string {

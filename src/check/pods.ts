@@ -62,9 +62,14 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
   }
   // An opted-out pod is left alone by the webhook whatever else it carries: only an Envoy pod is worth a line.
   if (optedOut && result.status !== 'mutated' && result.status !== 'unchanged') return { kind: 'not-envoy' };
+  // An Envoy pod whose drain the webhook cannot install is left whole by it: not protected, and a
+  // restart would not change that (docs/design.md, "Which pods").
+  let leftWhole: string | undefined;
   switch (result.status) {
     case 'skipped':
-      return { kind: 'not-envoy' };
+      if (result.reason !== 'drain-not-installed') return { kind: 'not-envoy' };
+      leftWhole = result.message;
+      break;
     case 'denied':
       return { kind: 'refused', namespace, name, message: `the webhook denies this pod: ${result.message}` };
     case 'invalid':
@@ -95,6 +100,7 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
       ...(status ? { drainguardVersion: status.version } : {}),
       envoyContainer: envoy.name,
       drainInstalled,
+      ...(leftWhole !== undefined ? { leftWhole } : {}),
       ...(drain && 'settings' in drain ? { drain: drain.settings } : {}),
       ...(drain && 'error' in drain ? { drainError: drain.error } : {}),
       sidecars: findShutdownManagers(pod, config, detection.index).map((sidecar) => ({
@@ -174,6 +180,11 @@ export function judgePod(pod: EnvoyPodReport, installedVersion: string): PodVerd
 
   if (pod.protection === 'opted-out') {
     return { verdict: 'info', message: join(`opted out (${Annotations.inject}: disabled)`, sidecars) };
+  }
+  if (pod.leftWhole !== undefined) {
+    const message = join(`not protected: ${pod.leftWhole}`, sidecars);
+    if (pod.terminating) return { verdict: 'info', message: `terminating; ${message}` };
+    return { verdict: 'fail', message, hint: 'change what keeps the drain out in the pod template, then restart the workload' };
   }
   let message: string;
   let hint: string | undefined;

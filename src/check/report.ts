@@ -77,6 +77,8 @@ export interface EnvoyPodReport {
   envoyContainer: string;
   /** Envoy's preStop runs drainguard's drain program. */
   drainInstalled: boolean;
+  /** Why the webhook leaves this Envoy pod whole (a preStop it cannot replace, no place for the program): not protected. */
+  leftWhole?: string;
   /** The drain settings the preStop carries, as the drain program reads them. */
   drain?: DrainSettingsReport;
   /** Why the drain program would refuse the preStop's arguments. */

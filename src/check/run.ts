@@ -75,7 +75,7 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
   const podLines = [...podChecks, ...refused].sort((a, b) => a.message.localeCompare(b.message));
 
   const candidates: FixCandidate[] = envoyPods
-    .filter(({ report }) => !report.terminating && (report.protection === 'none' || report.protection === 'other-version'))
+    .filter(({ report }) => !report.terminating && report.leftWhole === undefined && (report.protection === 'none' || report.protection === 'other-version'))
     .map(({ report, raw }) => ({
       pod: report,
       owner: report.owner!,

@@ -7,13 +7,6 @@ import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './r
  * where did each drain value come from?) before applying anything.
  */
 
-const SKIP_REASONS: Readonly<Record<string, string>> = {
-  'not-envoy': 'no Envoy container',
-  'opted-out': 'annotated drainguard.io/inject: disabled',
-  'no-containers': 'the pod has no containers',
-  'no-pod-template': 'the workload has no pod template',
-};
-
 const GRACE_PERIOD_SOURCES: Readonly<Record<ShutdownTimeline['gracePeriodSource'], string>> = {
   pod: "the pod's terminationGracePeriodSeconds",
   'kubernetes-default': 'not set: the Kubernetes default',
@@ -35,7 +28,7 @@ function explainWorkload(workload: WorkloadReport): string {
   const { outcome } = workload;
   const heading = `${describeLocation(workload)}: ${describeStatus(outcome)}`;
   if (outcome.status === 'skipped') return `${heading}\n${formatWarnings(outcome.warnings)}`;
-  return `${heading}\n${formatTable(timelineRows(outcome.timeline))}\n${formatWarnings(outcome.warnings)}`;
+  return `${heading}\n${formatTable(timelineRows(outcome.timeline))}\n${formatDroppedFlags(outcome.timeline)}${formatWarnings(outcome.warnings)}`;
 }
 
 function describeStatus(outcome: WorkloadOutcome): string {
@@ -45,7 +38,8 @@ function describeStatus(outcome: WorkloadOutcome): string {
     case 'unchanged':
       return 'unchanged (already injected by this drainguard version)';
     case 'skipped':
-      return `skipped: ${SKIP_REASONS[outcome.reason] ?? outcome.reason} (${outcome.reason})`;
+      // The core's message says what it looked for or found, and why it left the pod alone.
+      return `skipped (${outcome.reason}): ${outcome.message}`;
   }
 }
 
@@ -69,7 +63,20 @@ function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
     ['startup budget', budget(timeline.startupBudgetSeconds ?? null), startupNote(timeline)],
     ['admin address', timeline.adminAddress, adminNote(timeline)],
   );
+  // Listeners whose connections are not traffic: the drain does not wait for them.
+  for (const [index, listener] of (timeline.excludedListeners ?? []).entries()) {
+    rows.push([index === 0 ? 'not counted' : '', `:${listener.port}`, listener.reasons.join('; ')]);
+  }
+  if (timeline.envoyContainer !== undefined) rows.unshift(['Envoy container', timeline.envoyContainer, timeline.envoyEvidence ?? '']);
+  for (const component of timeline.replaces ?? []) rows.splice(1, 0, ['replaces', `${component.name} ${component.release}`, component.how]);
   return rows;
+}
+
+/** Flags of the replaced sidecar that go with it and whose loss changes nothing: listed, never warned about. */
+function formatDroppedFlags(timeline: ShutdownTimeline): string {
+  const dropped = timeline.droppedFlags ?? [];
+  if (dropped.length === 0) return '';
+  return `  dropped, no effect:\n${dropped.map((flag) => `    - container ${flag.container}: ${flag.flag} (${flag.reason})\n`).join('')}`;
 }
 
 function budget(value: number | null): string {

@@ -89,7 +89,7 @@ function mutateWorkload(
       `${describeLocation(location)}: its pod template is a YAML alias; inject edits templates in place, which would also edit the anchor: expand the alias first`,
     );
   }
-  if (!template) return { status: 'skipped', reason: 'no-pod-template', patch: [], warnings: [] };
+  if (!template) return { status: 'skipped', reason: 'no-pod-template', message: 'the workload has no pod template', patch: [], warnings: [] };
   try {
     const outcome = mutate(podViewOf(document, template), config);
     if (outcome.patch.length > 0) patcher.apply(template, outcome.patch);

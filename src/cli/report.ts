@@ -6,6 +6,7 @@ import type { MutationResult } from '../mutate/result';
 export interface NoTemplateOutcome {
   status: 'skipped';
   reason: 'no-pod-template';
+  message: string;
   patch: [];
   warnings: string[];
 }

@@ -12,15 +12,17 @@
  *   patch/  the builder, and the verification of the patch before it is answered.
  */
 import type { Config } from '../config/types';
-import { findEnvoy } from './envoy/detect';
+import { findEnvoy, lookedFor, type EnvoyDetection } from './envoy/detect';
 import type { Container, Pod } from './k8s';
 import { podShapeProblems } from './k8s/shape';
 import { verifyPatch } from './patch/verify';
+import { PatchBuilder } from './patch/builder';
 import { Annotations, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
 import { makePlan } from './plan/plan';
 import { shutdownTimeline } from './plan/timeline';
-import type { MutationResult } from './result';
+import type { MutationResult, SkipReason } from './result';
 import { applySteps } from './steps';
+import { removeProtectedLabel } from './steps/pod';
 
 export * from './result';
 export * from './k8s';
@@ -40,9 +42,23 @@ function isOptedOut(pod: Pod): boolean {
   return typeof annotations === 'object' && annotations !== null && (annotations as Record<string, unknown>)[Annotations.inject] === 'disabled';
 }
 
+/** A pod left alone: nothing to patch, and a message saying why. */
+function skipped(reason: SkipReason, message: string, warnings: string[] = []): MutationResult {
+  return { status: 'skipped', reason, message, patch: [], warnings };
+}
+
+/** Why a pod whose Envoy runs under a supervisor is left alone, and (when the annotation forced it) the warning. */
+function supervisedMessage(detection: Extract<EnvoyDetection, { kind: 'supervised' }>): string {
+  const { supervisor } = detection;
+  const forced = detection.forced
+    ? `; the ${Annotations.envoyContainer} annotation names it, but a drain beside ${supervisor.name}'s own would race it: remove the annotation`
+    : '';
+  return `${detection.evidence}: Envoy runs under ${supervisor.name}, and ${supervisor.why}; drainguard leaves the pod alone${forced}`;
+}
+
 export function mutate(pod: Pod, config: Config): MutationResult {
   // A pod opted out is left alone, however it is written.
-  if (isOptedOut(pod)) return { status: 'skipped', reason: 'opted-out', patch: [], warnings: [] };
+  if (isOptedOut(pod)) return skipped('opted-out', `annotated ${Annotations.inject}: disabled`);
   const problems = podShapeProblems(pod);
   if (problems.length > 0) return { status: 'invalid', problems, patch: [], warnings: [] };
   const annotations = pod.metadata?.annotations ?? {};
@@ -58,27 +74,50 @@ export function mutate(pod: Pod, config: Config): MutationResult {
   const decidesScope = (key: string) => reading.problems.some((problem) => problem.startsWith(`annotation ${key}:`));
   const scopeInvalid = decidesScope(Annotations.inject) || decidesScope(Annotations.envoyContainer);
   if (!Array.isArray(pod.spec?.containers) || pod.spec.containers.length === 0) {
-    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'no-containers', patch: [], warnings: [] };
+    return scopeInvalid ? denied(reading.problems) : skipped('no-containers', 'the pod has no containers');
   }
 
   const envoyOverride = reading.overrides.envoyContainer;
   const detection = findEnvoy(pod, config, envoyOverride);
-  if (!detection.found && detection.missingOverride !== undefined) {
+  if (!detection.found && detection.kind === 'missing-override') {
     const names = pod.spec.containers.map((c) => quoteValue(c.name)).join(', ');
     return denied([
       ...reading.problems,
       invalidAnnotationMessage(Annotations.envoyContainer, detection.missingOverride, `the name of one of the pod's containers (${names})`),
     ]);
   }
+  // The other overrides of a pod without Envoy of drainguard's would change nothing: they do not deny it.
+  if (!detection.found && scopeInvalid) return denied(reading.problems);
+  if (!detection.found && detection.kind === 'supervised') {
+    const message = supervisedMessage(detection);
+    // Only a pod the annotation tried to force is worth a warning: there, the user asked for a drain.
+    return skipped('envoy-supervised', message, detection.forced ? [message] : []);
+  }
   if (!detection.found) {
-    // The other overrides of a pod without Envoy would change nothing: they do not deny it.
-    return scopeInvalid ? denied(reading.problems) : { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] };
+    const named = detection.namedOnly;
+    if (named === undefined) return skipped('not-envoy', `no container running Envoy: ${lookedFor(config)}`);
+    const message =
+      `container ${named} has Envoy's name, but neither its command, its image nor the pod's shape shows that it runs Envoy ` +
+      `(${lookedFor(config)}); set the ${Annotations.envoyContainer} annotation to ${named} if it does`;
+    return skipped('not-envoy', message, [message]);
   }
   if (reading.problems.length > 0) return denied(reading.problems);
 
   // Every pass computes the desired pod, also when drainguard's status is already there: a later
   // webhook may have undone part of it (re-invocation). When everything holds, no operation at all.
-  const plan = makePlan(pod, config, reading.overrides, detection.index);
+  const plan = makePlan(pod, config, reading.overrides, detection.index, detection.evidence);
+  if (plan.drain === undefined) {
+    // No half protection: without the drain, requests and probes alone would have the pod reported as
+    // handled. The pod is left whole and the warning says what keeps the drain out; only a protected
+    // label it carries (a template copied from an injected one) goes, or the reporter would count
+    // every termination as an unreported drain.
+    const message = `${plan.drainBlocked}: the drain cannot be installed, so drainguard leaves the pod whole (no drain, probes, requests or installer; a shutdown-manager stays as it is)`;
+    const builder = new PatchBuilder(pod);
+    const warnings = reading.warnings.concat(message);
+    removeProtectedLabel(builder, (warning) => warnings.push(warning));
+    if (builder.size > 0) verifyPatch(pod, builder.patch, builder.draft);
+    return { status: 'skipped', reason: 'drain-not-installed', message, patch: builder.patch, warnings };
+  }
   const envoy = pod.spec.containers[detection.index] as Container;
   const { builder, actions } = applySteps(pod, plan);
   const patch = builder.patch;

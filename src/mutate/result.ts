@@ -10,8 +10,12 @@ export type { PatchOperation } from './patch/builder';
 export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ShutdownTimeline } from './plan/timeline';
 export type { MutationAction } from './steps/context';
 
-/** Why a pod was let through untouched (metrics label, log field). */
-export type SkipReason = 'not-envoy' | 'opted-out' | 'no-containers';
+/**
+ * Why a pod was let through untouched (metrics label, log field): no Envoy container, opted out, no
+ * containers at all, Envoy run by another supervisor (docs/design.md, "Which pods"), or an Envoy pod
+ * whose drain drainguard cannot install, which it leaves whole rather than half protected.
+ */
+export type SkipReason = 'not-envoy' | 'opted-out' | 'no-containers' | 'envoy-supervised' | 'drain-not-installed';
 
 export type MutationResult =
   | {
@@ -23,7 +27,12 @@ export type MutationResult =
     }
   /** Everything drainguard would do is already done (the pod carries the current status): zero operations. */
   | { status: 'unchanged'; patch: []; warnings: string[]; timeline: ShutdownTimeline }
-  | { status: 'skipped'; reason: SkipReason; patch: []; warnings: string[] }
+  /**
+   * `message` says what drainguard looked for or found, and why it left the pod alone (`--explain`,
+   * logs). The patch is empty, except that a pod left whole (`drain-not-installed`) loses a
+   * `drainguard.io/protected` label it carries.
+   */
+  | { status: 'skipped'; reason: SkipReason; message: string; patch: PatchOperation[]; warnings: string[] }
   /** An invalid override annotation: the pod must be denied with this message. */
   | { status: 'denied'; message: string; patch: []; warnings: string[] }
   /**

@@ -128,10 +128,11 @@ true/false decide regardless.
 
 {{/*
 The CEL expression: true for a pod drainguard may change or deny, false for every other pod.
-drainguard acts on a pod only when one of its containers is Envoy (named config.envoyContainerName,
-or running an image of config.envoyImageRepositories at any registry or mirror prefix, with any tag
-or digest), or when it carries a drainguard.io/ annotation (which may name the Envoy container, opt
-out, or be invalid and so be denied). Any other pod is skipped by drainguard anyway.
+drainguard acts on a pod only when one of its containers may be Envoy (named config.envoyContainerName,
+running an image of config.envoyImageRepositories at any registry or mirror prefix, with any tag or
+digest, or whose command, or without one its first argument, runs the envoy binary), or when it
+carries a drainguard.io/ annotation (which may name the Envoy container, opt out, or be invalid and
+so be denied). Any other pod is skipped by drainguard anyway; the core then decides on evidence.
 */}}
 {{- define "drainguard.matchConditions.expression" -}}
 {{- $repositories := list }}
@@ -139,7 +140,8 @@ out, or be invalid and so be denied). Any other pod is skipped by drainguard any
 {{- $repositories = append $repositories (regexQuoteMeta .) }}
 {{- end }}
 {{- $imagePattern := printf "^(.*/)?(%s)(:[^/@]*)?(@.*)?$" (join "|" $repositories) }}
-{{- printf "object.spec.containers.exists(c, c.name == '%s' || (has(c.image) && c.image.matches(r'%s'))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('drainguard.io/')))" .Values.config.envoyContainerName $imagePattern }}
+{{- $program := "^([^\\s]*/)?envoy(\\s|$)" }}
+{{- printf "object.spec.containers.exists(c, c.name == '%s' || (has(c.image) && c.image.matches(r'%s')) || ((has(c.command) && size(c.command) > 0) ? c.command[0].matches(r'%s') : (has(c.args) && size(c.args) > 0 && c.args[0].matches(r'%s')))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('drainguard.io/')))" .Values.config.envoyContainerName $imagePattern $program $program }}
 {{- end }}
 
 {{/*

@@ -71,7 +71,7 @@ interface Candidate {
 }
 
 /** Whether Envoy mounts an emptyDir at /admin: Contour's admin socket directory from the socket on. */
-function hasAdminSocketVolume(pod: Pod, envoy: Container): boolean {
+export function hasAdminSocketVolume(pod: Pod, envoy: Container): boolean {
   const mount = (envoy.volumeMounts ?? []).find((m) => normalizeMountPath(m.mountPath) === ADMIN_SOCKET_DIRECTORY);
   const volume = mount && (pod.spec.volumes ?? []).find((v) => v.name === mount.name);
   return volume?.emptyDir !== undefined;
@@ -120,7 +120,8 @@ function flagCandidates(
   return { address, port };
 }
 
-function isContourPod(sidecars: readonly SidecarRef[], shutdowns: readonly UpstreamCommand[], bootstraps: readonly UpstreamCommand[]): boolean {
+/** A Contour sidecar or `contour envoy shutdown` hook, or the `contour bootstrap` init container. */
+export function isContourPod(sidecars: readonly SidecarRef[], shutdowns: readonly UpstreamCommand[], bootstraps: readonly UpstreamCommand[]): boolean {
   return sidecars.some((s) => s.flavor === 'contour') || shutdowns.some((c) => c.program === 'contour') || bootstraps.length > 0;
 }
 

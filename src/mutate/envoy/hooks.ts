@@ -2,9 +2,12 @@
  * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
  * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
  */
-import { DRAIN_SUBCOMMAND, parseDrainArguments, PROGRAM_NAME, type DrainArguments } from '../../drain-contract';
+import { parseDrainArguments, type DrainArguments } from '../../drain-contract';
 import type { LifecycleHandler } from '../k8s';
-import { basename, type SidecarRef } from './detect';
+import { basename, isDrainguardHook, type SidecarRef } from './detect';
+
+// Which hook is drainguard's drain is also what makes a container Envoy on a later pass (detect.ts).
+export { isDrainguardHook };
 import { resolvePort } from './ports';
 
 export type PreStopKind =
@@ -68,11 +71,6 @@ function isSleepScript(command: readonly string[]): boolean {
 function isShutdownCommand(command: readonly string[]): boolean {
   const program = basename(command[0] ?? '');
   return (program === 'contour' || program === 'envoy-gateway') && command[1] === 'envoy' && command[2] === 'shutdown';
-}
-
-export function isDrainguardHook(handler: LifecycleHandler | undefined): boolean {
-  const command = handler?.exec?.command;
-  return command !== undefined && (command[0] ?? '').endsWith(`/${PROGRAM_NAME}`) && command[1] === DRAIN_SUBCOMMAND;
 }
 
 export function classifyPreStop(handler: LifecycleHandler | undefined, sidecars: readonly SidecarRef[]): PreStopKind {

@@ -2,7 +2,7 @@
  * Ports of the Envoy container that the drain must ignore: health-check and metrics traffic keeps
  * arriving during a drain (kubelet probes, Prometheus) and would otherwise hold the drain open.
  */
-import type { Container, IntOrString, Probe } from '../k8s';
+import type { Container, IntOrString, Pod, Probe } from '../k8s';
 
 /** A probe or hook port: a number, or the name of one of the container's ports. */
 export function resolvePort(port: IntOrString | undefined, container: Container): number | undefined {
@@ -18,23 +18,64 @@ export function probePort(probe: Probe | undefined, container: Container): numbe
 }
 
 const METRICS_PORT_NAME = /metrics|stats/i;
+/** The scrape port a pod announces to Prometheus: a stats listener of Envoy's, never traffic. */
+const PROMETHEUS_PORT_ANNOTATION = 'prometheus.io/port';
+
+/** A listener the drain does not count, and every reason it is not traffic. */
+export interface ExcludedListener {
+  port: number;
+  reasons: string[];
+}
+
+/** A non-traffic listener a project's Envoy always has, whether or not the pod shows its port. */
+export interface ShapeListener {
+  port: number;
+  reason: string;
+}
 
 /**
- * Ports of Envoy's readiness and liveness probes and of ports named like metrics/stats, sorted.
- * The admin port is left out: the drain program ignores the admin listener anyway, and leaving it
- * out keeps the hook identical when drainguard's own liveness probe targets the admin port.
+ * Contour's own listeners besides traffic (internal/envoy/v3/stats.go): `stats-health` on 0.0.0.0:8002
+ * (`stats` and `health` when configured apart), and from the admin socket on the read-only admin proxy
+ * `envoy-admin` on 127.0.0.1:9001, which answers /stats and /ready to anyone who port-forwards to it.
  */
-export function excludedListenerPorts(envoy: Container, adminPort: number | undefined): number[] {
-  const ports = new Set<number>();
-  for (const probe of [envoy.readinessProbe, envoy.livenessProbe]) {
-    const port = probePort(probe, envoy);
-    if (port !== undefined) ports.add(port);
-  }
+export function contourListeners(adminSocket: boolean): ShapeListener[] {
+  const listeners: ShapeListener[] = [{ port: 8002, reason: "Contour's stats and health listener (stats-health, 0.0.0.0:8002 by default)" }];
+  if (adminSocket) listeners.push({ port: 9001, reason: "Contour's read-only admin listener envoy-admin (127.0.0.1:9001), from the admin socket releases on" });
+  return listeners;
+}
+
+/**
+ * Envoy Gateway's (internal/xds/bootstrap): the stats listener on 19001 (also the readiness listener up
+ * to v1.3) and from v1.4 the readiness listener on 19003, which its own shutdown manager leaves out too.
+ */
+export const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
+  { port: 19001, reason: "Envoy Gateway's stats listener (envoy-gateway-proxy-stats, 19001; the readiness listener up to v1.3)" },
+  { port: 19003, reason: "Envoy Gateway's readiness listener (19003, from v1.4)" },
+];
+
+/**
+ * The listeners the drain does not count, sorted by port: Envoy's readiness and liveness probe ports,
+ * ports named like metrics/stats, the pod's Prometheus scrape port, and the project's own non-traffic
+ * listeners (`shape`). The admin port is left out: the drain program ignores the admin listener anyway,
+ * and leaving it out keeps the hook identical when drainguard's own liveness probe targets it.
+ */
+export function excludedListeners(pod: Pod, envoy: Container, shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
+  const found = new Map<number, string[]>();
+  const note = (port: number | undefined, reason: string) => {
+    if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535 || port === adminPort) return;
+    const reasons = found.get(port);
+    if (reasons === undefined) found.set(port, [reason]);
+    else if (!reasons.includes(reason)) reasons.push(reason);
+  };
+  note(probePort(envoy.readinessProbe, envoy), "Envoy's readiness probe");
+  note(probePort(envoy.livenessProbe, envoy), "Envoy's liveness probe");
   for (const port of envoy.ports ?? []) {
-    if (port.name !== undefined && METRICS_PORT_NAME.test(port.name)) ports.add(port.containerPort);
+    if (port.name !== undefined && METRICS_PORT_NAME.test(port.name)) note(port.containerPort, `Envoy's port ${port.name}`);
   }
-  if (adminPort !== undefined) ports.delete(adminPort);
-  return [...ports].filter((p) => Number.isInteger(p) && p > 0 && p <= 65535).sort((a, b) => a - b);
+  const scrape = pod.metadata?.annotations?.[PROMETHEUS_PORT_ANNOTATION];
+  if (typeof scrape === 'string' && /^[0-9]{1,5}$/.test(scrape)) note(Number(scrape), `the pod's ${PROMETHEUS_PORT_ANNOTATION} annotation`);
+  for (const listener of shape) note(listener.port, listener.reason);
+  return [...found].map(([port, reasons]) => ({ port, reasons })).sort((a, b) => a.port - b.port);
 }
 
 /**
@@ -43,4 +84,10 @@ export function excludedListenerPorts(envoy: Container, adminPort: number | unde
  */
 export function listenerExclusionPattern(port: number): string {
   return `_${port}$`;
+}
+
+/** The port of a pattern `listenerExclusionPattern` wrote, or undefined for any other pattern. */
+export function listenerExclusionPort(pattern: string): number | undefined {
+  const match = /^_([1-9][0-9]{0,4})\$$/.exec(pattern);
+  return match ? Number(match[1]) : undefined;
 }

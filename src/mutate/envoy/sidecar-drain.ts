@@ -3,39 +3,59 @@
  * (docs/pod-changes.md, "Drain settings"). Each flag of the sidecar's commands either maps to a drain
  * setting, names the admin address (read in admin.ts), or has no drainguard equivalent and is reported.
  *
- * A flag that is absent leaves the setting to drainguard's configuration, not to the sidecar's
- * compiled-in default: those defaults differ between releases (Contour's --check-delay was 60s up to
- * v1.21 and 0s after) and the pod does not show which release's binary runs.
+ * A flag that is absent means the component's default at its release (upstream-defaults.ts). A flag
+ * whose loss changes nothing (the file handshake's and the sidecar server's) is listed for `--explain`
+ * only; a flag drainguard cannot keep is a warning.
  */
 import { DRAIN_SETTING_RANGES, type Range } from '../../config/ranges';
 import { MAX_DEADLINE_SECONDS } from '../../drain-contract';
 import { parseGoDuration } from './go-duration';
 import { describeCommand, type UpstreamCommand, type UpstreamFlag, type UpstreamProgram } from './upstream-commands';
 
-/** The drain settings a sidecar flag can give. `drainTimeoutSeconds` bounds the deadline. */
-export type CarriedSetting = 'drainDelaySeconds' | 'minDrainSeconds' | 'pollIntervalSeconds' | 'minConnections' | 'drainTimeoutSeconds';
+/**
+ * The drain settings a sidecar flag (or its component's default) can give. `drainTimeoutSeconds` (the
+ * drain's own bound) and `readyTimeoutSeconds` (how long Envoy's preStop waits for the sidecar) both
+ * bound the deadline.
+ */
+export type CarriedSetting = 'drainDelaySeconds' | 'minDrainSeconds' | 'pollIntervalSeconds' | 'minConnections' | 'drainTimeoutSeconds' | 'readyTimeoutSeconds';
 
 export interface CarriedValue {
   value: number;
-  /** `--check-delay=5s of \`contour envoy shutdown\` (container shutdown-manager, preStop)`. */
+  /** `--check-delay=5s of \`contour envoy shutdown\` (container shutdown-manager, preStop)`, or the default's description. */
   from: string;
   /** What had to change for drainguard to carry it (rounded, clamped), empty when nothing did. */
   adjustments: string[];
+  origin: 'sidecar-flag' | 'component-default';
+  /**
+   * A minimum drain the component counts from the start of its drain (Envoy Gateway), where
+   * drainguard counts it from the failed health check, after the drain delay.
+   */
+  countsFromStart: boolean;
+}
+
+/** A flag that goes with the sidecar and whose loss changes nothing: `--explain` lists it. */
+export interface DroppedFlag {
+  container: string;
+  flag: string;
+  reason: string;
 }
 
 export interface SidecarDrainSettings {
   values: Partial<Record<CarriedSetting, CarriedValue>>;
-  /** Conversions, conflicts and flags with no drainguard equivalent: every one reported. */
+  /** Conversions, conflicts and flags drainguard cannot keep: every one reported. */
   warnings: string[];
+  /** Flags whose loss changes nothing. */
+  dropped: DroppedFlag[];
 }
 
 type FlagMeaning =
   | { setting: CarriedSetting; kind: 'duration' | 'count' }
   /** Read by admin.ts. */
   | { admin: true }
-  | { ignored: string };
+  /** Its loss changes nothing: listed in `--explain`. */
+  | { noEffect: string };
 
-const NO_FILE_HANDSHAKE = "no file handshake: Envoy's own preStop drains Envoy";
+const NO_FILE_HANDSHAKE = "no file handshake any more: Envoy's own preStop drains Envoy";
 
 /** What each flag of each upstream command means to drainguard (docs/upstream-shapes.md, sections 1-2). */
 const FLAG_MEANINGS: Readonly<Record<UpstreamProgram, Readonly<Record<'shutdown' | 'shutdown-manager', Readonly<Record<string, FlagMeaning>>>>>> = {
@@ -47,11 +67,11 @@ const FLAG_MEANINGS: Readonly<Record<UpstreamProgram, Readonly<Record<'shutdown'
       'min-open-connections': { setting: 'minConnections', kind: 'count' },
       'admin-address': { admin: true },
       'admin-port': { admin: true },
-      'ready-file': { ignored: NO_FILE_HANDSHAKE },
+      'ready-file': { noEffect: NO_FILE_HANDSHAKE },
     },
     'shutdown-manager': {
-      'serve-port': { ignored: "the sidecar's HTTP server goes with the sidecar" },
-      'ready-file': { ignored: NO_FILE_HANDSHAKE },
+      'serve-port': { noEffect: "the sidecar's HTTP server goes with the sidecar, and nothing calls it any more" },
+      'ready-file': { noEffect: NO_FILE_HANDSHAKE },
       'admin-address': { admin: true },
     },
   },
@@ -60,12 +80,12 @@ const FLAG_MEANINGS: Readonly<Record<UpstreamProgram, Readonly<Record<'shutdown'
       'drain-timeout': { setting: 'drainTimeoutSeconds', kind: 'duration' },
       'min-drain-duration': { setting: 'minDrainSeconds', kind: 'duration' },
       'exit-at-connections': { setting: 'minConnections', kind: 'count' },
-      'health-check-failure-delay': {
-        ignored: 'drainguard fails health checks before it drains listeners; the closest is the drainguard.io/drain-delay annotation',
-      },
+      // The drain program's delay drains listeners at once (Envoy 1.28+) and fails health checks after it.
+      'health-check-failure-delay': { setting: 'drainDelaySeconds', kind: 'duration' },
     },
     'shutdown-manager': {
-      'ready-timeout': { ignored: "Envoy's preStop no longer waits on the sidecar" },
+      // Envoy's preStop gave up waiting for the sidecar after this long: it bounded the drain.
+      'ready-timeout': { setting: 'readyTimeoutSeconds', kind: 'duration' },
     },
   },
 };
@@ -73,6 +93,7 @@ const FLAG_MEANINGS: Readonly<Record<UpstreamProgram, Readonly<Record<'shutdown'
 const RANGES: Readonly<Record<CarriedSetting, Range>> = {
   ...DRAIN_SETTING_RANGES,
   drainTimeoutSeconds: { min: 1, max: MAX_DEADLINE_SECONDS },
+  readyTimeoutSeconds: { min: 1, max: MAX_DEADLINE_SECONDS },
 };
 
 const NANOSECONDS_PER_SECOND = 1_000_000_000n;
@@ -126,35 +147,29 @@ function convertCount(text: string, setting: CarriedSetting): Conversion {
 
 /**
  * Reads `commands` (the sidecar's preStop and command line, and Envoy's own replaced shutdown hook).
- * Only the flags of `dropped` commands are carried or reported: a disarmed sidecar keeps running its
+ * Only the flags of `replaced` commands are carried or reported: a disarmed sidecar keeps running its
  * command line, so those flags still apply there.
  */
-export function readSidecarDrainSettings(commands: readonly UpstreamCommand[], dropped: (command: UpstreamCommand) => boolean): SidecarDrainSettings {
+export function readSidecarDrainSettings(commands: readonly UpstreamCommand[], replaced: (command: UpstreamCommand) => boolean): SidecarDrainSettings {
   const values: SidecarDrainSettings['values'] = {};
   const warnings: string[] = [];
-  const ignored = new Set<string>();
+  const unknown = new Set<string>();
+  const noEffect = new Map<string, DroppedFlag>();
 
   for (const command of commands) {
-    if (command.subcommand === 'bootstrap' || !dropped(command)) continue;
+    if (command.subcommand === 'bootstrap' || !replaced(command)) continue;
     const meanings = FLAG_MEANINGS[command.program][command.subcommand];
     for (const flag of command.flags) {
-      const meaning: FlagMeaning = Object.hasOwn(meanings, flag.name) ? (meanings[flag.name] as FlagMeaning) : { ignored: 'not a flag drainguard knows' };
-      if ('admin' in meaning) continue;
-      if ('ignored' in meaning) {
-        noteIgnored(ignored, command.containerName, flag, meaning.ignored);
-        continue;
-      }
-      carry(values, warnings, meaning, flag, describeCommand(command));
+      const meaning = Object.hasOwn(meanings, flag.name) ? (meanings[flag.name] as FlagMeaning) : undefined;
+      // Each flag once per container, even when the sidecar's command line and its preStop both carry it.
+      if (meaning === undefined) unknown.add(`container ${command.containerName}: sidecar flag ${flag.text} dropped: not a flag drainguard knows, so it cannot keep what it did`);
+      else if ('noEffect' in meaning) noEffect.set(`${command.containerName} ${flag.text}`, { container: command.containerName, flag: flag.text, reason: meaning.noEffect });
+      else if ('setting' in meaning) carry(values, warnings, meaning, flag, describeCommand(command), command.program === 'envoy-gateway');
     }
   }
   // One warning per flag: a list in one warning would lose its end to the API server's 256-character cut.
-  for (const warning of ignored) warnings.push(warning);
-  return { values, warnings };
-}
-
-/** Each flag once per container, even when the sidecar's command line and its preStop both carry it. */
-function noteIgnored(ignored: Set<string>, container: string, flag: UpstreamFlag, reason: string): void {
-  ignored.add(`container ${container}: sidecar flag ${flag.text} dropped, no drainguard equivalent (${reason})`);
+  for (const warning of unknown) warnings.push(warning);
+  return { values, warnings, dropped: [...noEffect.values()] };
 }
 
 function carry(
@@ -163,15 +178,16 @@ function carry(
   meaning: { setting: CarriedSetting; kind: 'duration' | 'count' },
   flag: UpstreamFlag,
   where: string,
+  countsFromStart: boolean,
 ): void {
   const from = `${flag.text} of ${where}`;
   if (flag.value === undefined) {
-    warnings.push(`${from}: no value; drainguard's configured default applies`);
+    warnings.push(`${from}: no value; ignored`);
     return;
   }
   const conversion = meaning.kind === 'duration' ? convertDuration(flag.value, meaning.setting) : convertCount(flag.value, meaning.setting);
   if ('unreadable' in conversion) {
-    warnings.push(`${from}: ${conversion.unreadable}; ignored, drainguard's configured default applies`);
+    warnings.push(`${from}: ${conversion.unreadable}; ignored`);
     return;
   }
   const earlier = values[meaning.setting];
@@ -180,5 +196,5 @@ function carry(
     return;
   }
   if (conversion.adjustments.length > 0) warnings.push(`${from}: ${conversion.adjustments.join(', ')}`);
-  values[meaning.setting] = { value: conversion.value, from, adjustments: conversion.adjustments };
+  values[meaning.setting] = { value: conversion.value, from, adjustments: conversion.adjustments, origin: 'sidecar-flag', countsFromStart };
 }

@@ -4,13 +4,14 @@
  */
 import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand, terminationMessagePathProblem } from '../../drain-contract';
-import { guessedAdminWarning, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
+import { guessedAdminWarning, hasAdminSocketVolume, isContourPod, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
 import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
 import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
-import { readSidecarDrainSettings } from '../envoy/sidecar-drain';
-import { shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
+import { readSidecarDrainSettings, type CarriedSetting, type DroppedFlag } from '../envoy/sidecar-drain';
+import { componentDefaults, type ComponentRelease, type UndeterminedDefault } from '../envoy/upstream-defaults';
+import { contourBootstrapCommands, shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
-import { excludedListenerPorts, listenerExclusionPattern } from '../envoy/ports';
+import { contourListeners, ENVOY_GATEWAY_LISTENERS, excludedListeners, listenerExclusionPattern, listenerExclusionPort, type ExcludedListener, type ShapeListener } from '../envoy/ports';
 import type { Container, Pod } from '../k8s';
 import type { PathSegment } from '../patch/builder';
 import type { Overrides } from './annotations';
@@ -28,6 +29,8 @@ export interface Plan {
   readonly config: Config;
   readonly overrides: Overrides;
   readonly envoyIndex: number;
+  /** What shows that this container is Envoy (`--explain`). */
+  readonly envoyEvidence: string;
   readonly envoyPath: readonly PathSegment[];
   readonly sidecars: readonly SidecarRef[];
   readonly sidecarMode: SidecarMode;
@@ -37,20 +40,25 @@ export interface Plan {
   readonly preStopKind: PreStopKind;
   /** The liveness (and startup) probe Envoy gets when it has no liveness probe (or why it gets none). */
   readonly probes: DesiredProbes;
-  /** Listener ports the drain does not count (probe and metrics traffic). */
-  readonly excludedListenerPorts: readonly number[];
+  /** Listeners the drain does not count (probes, metrics, the project's admin and readiness listeners), each with why. */
+  readonly excludedListeners: readonly ExcludedListener[];
+  /** Flags of the replaced sidecar whose loss changes nothing: `--explain` lists them. */
+  readonly droppedFlags: readonly DroppedFlag[];
+  /** The replaced components whose defaults were read, and their releases. */
+  readonly replaces: readonly ComponentRelease[];
   /**
    * The drain hook goes in: Envoy's preStop is replaceable and the program has somewhere to live.
-   * Undefined otherwise, and then neither the installer nor a sidecar change is made.
+   * Undefined otherwise, and then the pod is left whole (`drainBlocked` says why).
    */
   readonly drain: PlannedDrain | undefined;
+  /** Why the drain cannot go in, when it cannot. */
+  readonly drainBlocked: string | undefined;
   /** drainguard's status annotation on the input pod: what an earlier pass did. */
   readonly status: StatusRecord | undefined;
   /** Warnings about the decisions above, in the order they were made. */
   readonly warnings: string[];
 }
 
-const NOT_INSTALLED = 'no installer was added and the shutdown-manager sidecar (if any) was neither removed nor disarmed';
 const RECORDED = 'installed earlier (drainguard.io/status)';
 
 /**
@@ -113,7 +121,37 @@ function drainRecordPath(envoy: Container): { path?: string; warning?: string } 
   };
 }
 
-export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number): Plan {
+/** What applies instead of a component default that cannot be told, and the annotation that sets it. */
+const FALLBACKS: Readonly<Record<CarriedSetting, string>> = {
+  drainDelaySeconds: "drainguard's drain.drainDelaySeconds applies (the drainguard.io/drain-delay annotation sets it)",
+  minDrainSeconds: "drainguard's drain.minDrainSeconds applies (the drainguard.io/min-drain annotation sets it)",
+  minConnections: "drainguard's drain.minConnections applies (the drainguard.io/min-connections annotation sets it)",
+  pollIntervalSeconds: "drainguard's drain.pollIntervalSeconds applies",
+  drainTimeoutSeconds: 'the drain deadline follows the grace period alone',
+  readyTimeoutSeconds: 'the drain deadline follows the grace period alone',
+};
+
+function undeterminedWarning(undetermined: UndeterminedDefault): string {
+  return `container ${undetermined.container}: the default of ${undetermined.what} is ${undetermined.history}, and ${undetermined.why}; ${FALLBACKS[undetermined.setting]}`;
+}
+
+/** Whether a setting is decided before any default: by its annotation, or by drainguard's earlier hook. */
+function decidedAhead(setting: CarriedSetting, overrides: Overrides, previousHook: boolean): boolean {
+  if (previousHook) return true;
+  if (setting === 'drainDelaySeconds') return overrides.drainDelaySeconds !== undefined;
+  if (setting === 'minDrainSeconds') return overrides.minDrainSeconds !== undefined;
+  if (setting === 'minConnections') return overrides.minConnections !== undefined;
+  return false;
+}
+
+/** The non-traffic listeners of the project whose pod this is (docs/upstream-shapes.md). */
+function shapeListeners(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): ShapeListener[] {
+  if (isContourPod(sidecars, commands, contourBootstrapCommands(pod))) return contourListeners(hasAdminSocketVolume(pod, envoy));
+  if (sidecars.some((sidecar) => sidecar.flavor === 'envoy-gateway')) return [...ENVOY_GATEWAY_LISTENERS];
+  return [];
+}
+
+export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number, envoyEvidence: string): Plan {
   const envoy = pod.spec.containers[envoyIndex] as Container;
   const warnings: string[] = [];
   const sidecars = findShutdownManagers(pod, config, envoyIndex);
@@ -126,42 +164,52 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const drainWasInstalled = status?.actions.includes('prestop') === true;
   const classified = classifyPreStop(preStop, sidecars);
   const preStopKind: PreStopKind = classified === 'user' && drainWasInstalled ? 'replaced-drain' : classified;
-  const installs = preStopKind !== 'user' && installTarget.kind !== 'impossible';
+  let drainBlocked: string | undefined;
+  if (preStopKind === 'user' && preStop !== undefined) {
+    drainBlocked =
+      `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and is kept ` +
+      '(remove it from the pod template for drainguard to drain Envoy)';
+  } else if (installTarget.kind === 'impossible') {
+    drainBlocked = installTarget.reason;
+  }
 
   // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
-  // carried over into the drain, or reported.
+  // carried over into the drain, or reported. What it gives no flag for is its release's default.
   const commands = shutdownCommands(envoy, sidecars);
-  const carried = readSidecarDrainSettings(commands, (command) => command.place === 'preStop' || sidecarMode === 'remove');
+  const replaced = (command: UpstreamCommand) => command.place === 'preStop' || sidecarMode === 'remove';
+  const carried = readSidecarDrainSettings(commands, replaced);
   const previousHook = drainguardHookSettings(preStop);
   const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
-  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
+  const defaults = componentDefaults(pod, envoy, commands.filter(replaced), new Set(Object.keys(carried.values) as CarriedSetting[]));
+  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: { ...defaults.values, ...carried.values } }, config);
   for (const warning of timing.warnings) warnings.push(warning);
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, commands, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
-  if (installs) {
+  if (drainBlocked === undefined) {
     for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
+    for (const undetermined of defaults.undetermined) {
+      if (!decidedAhead(undetermined.setting, overrides, previous !== undefined)) warnings.push(undeterminedWarning(undetermined));
+    }
     for (const warning of unreadableSidecarHooks(sidecars, commands)) warnings.push(warning);
     if (previousHook !== undefined && 'unreadable' in previousHook) {
       warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
     }
   }
 
-  if (preStopKind === 'user' && preStop !== undefined) {
-    warnings.push(
-      `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and was kept: ` +
-        `the drain was NOT installed; ${NOT_INSTALLED}`,
-    );
-  } else if (installTarget.kind === 'impossible') {
-    warnings.push(`the drain was NOT installed: ${installTarget.reason}; ${NOT_INSTALLED}`);
-  }
-
   const recordPath = drainRecordPath(envoy);
-  // The admin port is left out: the program ignores the admin listener anyway, and leaving it out
-  // keeps the hook identical when drainguard's own liveness probe targets the admin port.
-  const excluded = excludedListenerPorts(envoy, admin.address.kind === 'tcp' ? admin.address.port : undefined);
+  // drainguard's earlier hook keeps the project's listeners it found: what showed the project (the
+  // sidecar) may be gone or changed since, and the hook must come out the same.
+  const shape =
+    previous === undefined
+      ? shapeListeners(pod, envoy, sidecars, commands)
+      : previous.excludeListeners.flatMap((pattern) => {
+          const port = listenerExclusionPort(pattern);
+          return port === undefined ? [] : [{ port, reason: "drainguard's own preStop from an earlier run" }];
+        });
+  const excluded = excludedListeners(pod, envoy, shape, admin.address.kind === 'tcp' ? admin.address.port : undefined);
   const drain: PlannedDrain | undefined =
-    preStopKind === 'user' || installTarget.kind === 'impossible'
+    drainBlocked !== undefined || installTarget.kind === 'impossible'
       ? undefined
       : {
           target: installTarget,
@@ -172,7 +220,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
             minDrainMs: timing.minDrainSeconds * 1000,
             minConnections: timing.minConnections,
             pollIntervalMs: timing.pollIntervalSeconds * 1000,
-            excludeListeners: excluded.map(listenerExclusionPattern),
+            excludeListeners: excluded.map((listener) => listenerExclusionPattern(listener.port)),
             ...(recordPath.path === undefined ? {} : { terminationMessagePath: recordPath.path }),
           }),
         };
@@ -185,6 +233,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     config,
     overrides,
     envoyIndex,
+    envoyEvidence,
     envoyPath: ['spec', 'containers', envoyIndex],
     sidecars,
     sidecarMode,
@@ -194,8 +243,11 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     preStopKind,
     status,
     probes: desiredProbes(envoy, admin, config),
-    excludedListenerPorts: excluded,
+    excludedListeners: excluded,
+    droppedFlags: carried.dropped,
+    replaces: defaults.releases,
     drain,
+    drainBlocked,
     warnings,
   };
 }

@@ -40,6 +40,15 @@ export interface ShutdownTimeline {
   adminAddressGuessed?: boolean;
   /** Listener ports the drain ignores (probe and metrics traffic). */
   excludedListenerPorts?: number[];
+  /** The same with why each is not traffic (probe, metrics port, the project's admin or readiness listener). */
+  excludedListeners?: { port: number; reasons: string[] }[];
+  /** The Envoy container, and what shows that it runs Envoy. */
+  envoyContainer?: string;
+  envoyEvidence?: string;
+  /** The replaced components whose defaults the drain keeps, and the release read for each. */
+  replaces?: { name: string; release: string; how: string }[];
+  /** Flags of the replaced sidecar whose loss changes nothing, with why. */
+  droppedFlags?: { container: string; flag: string; reason: string }[];
   /** False when Envoy keeps an unrecognised user preStop (or no install location exists): no drain hook. */
   drainInstalled?: boolean;
   /** periodSeconds × failureThreshold of Envoy's startup probe, if any: how long Envoy may take to become ready. */
@@ -83,7 +92,12 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     adminAddressSource: admin.source,
     adminAddressReason: admin.reason,
     adminAddressGuessed: admin.guessed,
-    excludedListenerPorts: [...plan.excludedListenerPorts],
+    excludedListenerPorts: plan.excludedListeners.map((listener) => listener.port),
+    excludedListeners: plan.excludedListeners.map((listener) => ({ port: listener.port, reasons: [...listener.reasons] })),
+    envoyContainer: envoy.name,
+    envoyEvidence: plan.envoyEvidence,
+    replaces: plan.replaces.map((component) => ({ ...component })),
+    droppedFlags: plan.droppedFlags.map((flag) => ({ ...flag })),
     drainInstalled: plan.drain !== undefined,
     startupBudgetSeconds: startupProbe === undefined ? null : probeBudgetSeconds(startupProbe),
     startupSource: probeSource(startupProbe, planned?.startup),

@@ -6,7 +6,8 @@
  *
  * Each setting comes from the first of: its `drainguard.io/*` annotation, drainguard's own hook from an
  * earlier run (so a re-invocation, or `inject` run twice, writes the same hook after the sidecar is
- * gone), the shutdown-manager's flag, drainguard's configuration. Every value records where it came
+ * gone), the shutdown-manager's flag, that component's default at its release, drainguard's
+ * configuration. Every value records where it came
  * from and what was changed to fit (docs/pod-changes.md, "Drain settings").
  */
 import type { Config, DrainConfig } from '../../config/types';
@@ -40,7 +41,7 @@ export function gracePeriod(pod: Pod, config: Config): GracePeriod {
 export const MIN_DEADLINE_SECONDS = 5;
 
 /** Where a drain value came from. */
-export type DrainValueOrigin = 'annotation' | 'drainguard-hook' | 'sidecar-flag' | 'configuration' | 'grace-period';
+export type DrainValueOrigin = 'annotation' | 'drainguard-hook' | 'sidecar-flag' | 'component-default' | 'configuration' | 'grace-period';
 
 export interface DrainValueSource {
   origin: DrainValueOrigin;
@@ -65,7 +66,7 @@ export interface DrainInputs {
   overrides: Overrides;
   /** drainguard's own hook from an earlier run. */
   previous: DrainArguments | undefined;
-  /** Settings carried over from the shutdown-manager's flags. */
+  /** Settings carried over from the replaced component: its flags, else its defaults at its release. */
   sidecar: Partial<Record<CarriedSetting, CarriedValue>>;
 }
 
@@ -103,11 +104,14 @@ function pick(
 ): Picked {
   if (annotation?.value !== undefined) return { value: annotation.value, source: { origin: 'annotation', detail: `the ${annotation.key} annotation` } };
   if (previous !== undefined) return { value: previous.value, source: { origin: 'drainguard-hook', detail: previous.detail } };
-  if (sidecar !== undefined) return { value: sidecar.value, source: { origin: 'sidecar-flag', detail: withAdjustments(sidecar.from, sidecar.adjustments) } };
+  if (sidecar !== undefined) return { value: sidecar.value, source: { origin: sidecar.origin, detail: withAdjustments(sidecar.from, sidecar.adjustments) } };
   return { value: config.value, source: { origin: 'configuration', detail: `drainguard's configuration (drain.${config.key})` } };
 }
 
-/** The deadline from the grace period, then bounded by an earlier hook's or the sidecar's drain timeout. */
+/**
+ * The deadline from the grace period, then bounded by an earlier hook's, or by the replaced component's
+ * drain timeout and the time Envoy's preStop waited for it (flags or defaults).
+ */
 function deadline(graceSeconds: number, inputs: DrainInputs, config: Config, warnings: string[]): Picked {
   const margin = config.drain.deadlineMarginSeconds;
   let value = graceSeconds - margin;
@@ -129,17 +133,18 @@ function deadline(graceSeconds: number, inputs: DrainInputs, config: Config, war
 
   // A bound, never a way to outlast the grace period.
   const previous = previousSeconds(inputs.previous?.deadlineMs, 'deadline', warnings);
-  const timeout = inputs.sidecar.drainTimeoutSeconds;
   if (previous !== undefined) {
     return previous.value < value ? { value: previous.value, source: { origin: 'drainguard-hook', detail: `${previous.detail}, shorter than ${detail}` } } : fromGrace;
   }
-  if (timeout !== undefined) {
-    if (timeout.value < value) {
-      return { value: timeout.value, source: { origin: 'sidecar-flag', detail: withAdjustments(`${timeout.from}, shorter than ${detail}`, timeout.adjustments) } };
-    }
-    return { value, source: { origin: 'grace-period', detail: `${detail}; ${timeout.from} is not shorter` } };
+  const bounds = [inputs.sidecar.drainTimeoutSeconds, inputs.sidecar.readyTimeoutSeconds].filter((bound): bound is CarriedValue => bound !== undefined);
+  const tightest = bounds.reduce<CarriedValue | undefined>((best, bound) => (best === undefined || bound.value < best.value ? bound : best), undefined);
+  if (tightest !== undefined && tightest.value < value) {
+    return { value: tightest.value, source: { origin: tightest.origin, detail: withAdjustments(`${tightest.from}, shorter than ${detail}`, tightest.adjustments) } };
   }
-  return fromGrace;
+  // A flag the user set that does not bound the drain is worth saying; a default that does not is not.
+  const notShorter = bounds.filter((bound) => bound.origin === 'sidecar-flag').map((bound) => bound.from);
+  if (notShorter.length === 0) return fromGrace;
+  return { value, source: { origin: 'grace-period', detail: `${detail}; ${notShorter.join(' and ')} ${notShorter.length === 1 ? 'is' : 'are'} not shorter` } };
 }
 
 export function drainTiming(graceSeconds: number, inputs: DrainInputs, config: Config): DrainTiming {
@@ -160,6 +165,15 @@ export function drainTiming(graceSeconds: number, inputs: DrainInputs, config: C
     sidecar.minDrainSeconds,
     { key: 'minDrainSeconds', value: config.drain.minDrainSeconds },
   );
+  const carriedMinDrain = sidecar.minDrainSeconds;
+  const minDrainIsCarried = minDrain.source.origin === 'sidecar-flag' || minDrain.source.origin === 'component-default';
+  if (minDrainIsCarried && carriedMinDrain?.countsFromStart === true && drainDelay.value > 0) {
+    // Envoy Gateway counts its minimum from the start of its drain, which its health check failure
+    // delay is part of; drainguard counts it from the failed health check, after the delay.
+    const shortened = Math.max(0, minDrain.value - drainDelay.value);
+    minDrain.source.detail += `; less the ${drainDelay.value}s drain delay, which Envoy Gateway counts in it (drainguard counts from the failed health check)`;
+    minDrain.value = shortened;
+  }
   if (drainDelay.value + minDrain.value > deadlineSeconds) {
     const wanted = `drain delay ${drainDelay.value}s + minimum drain ${minDrain.value}s`;
     // Load balancer deregistration (the delay) matters more than a minimum drain time.

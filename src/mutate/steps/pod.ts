@@ -46,9 +46,17 @@ export function applyProtectedLabel(context: StepContext): void {
     if (current !== PROTECTED_LABEL_VALUE) builder.set(['metadata', 'labels', PROTECTED_LABEL], PROTECTED_LABEL_VALUE);
     return;
   }
-  if (current === undefined) return;
+  removeProtectedLabel(builder, context.warn);
+}
+
+/**
+ * The one change made to a pod drainguard leaves whole (mutate, "no half protection"): a protected
+ * label it carries goes, since nothing there drains.
+ */
+export function removeProtectedLabel(builder: PatchBuilder, warn: (message: string) => void): void {
+  if (builder.draft.metadata?.labels?.[PROTECTED_LABEL] === undefined) return;
   builder.remove(['metadata', 'labels', PROTECTED_LABEL]);
-  context.warn(`label ${PROTECTED_LABEL} removed: the drain was not installed, so this pod is not protected`);
+  warn(`label ${PROTECTED_LABEL} removed: the drain was not installed, so this pod is not protected`);
 }
 
 /** Opt-in: raise terminationGracePeriodSeconds to the configured floor so a drain has room. */

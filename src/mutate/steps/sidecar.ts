@@ -5,13 +5,17 @@
  * always stay: Envoy still uses the admin socket directory.
  */
 import { sidecarPath } from '../envoy/detect';
+import type { Lifecycle } from '../k8s';
 import type { StepContext } from './context';
 
 export function applyDisarm(context: StepContext): void {
   if (context.drain === undefined || context.sidecarMode !== 'disarm') return;
   for (const sidecar of context.sidecars) {
     const path = sidecarPath(sidecar);
-    context.builder.remove([...path, 'lifecycle', 'preStop']);
+    const lifecycle = context.builder.read([...path, 'lifecycle']) as Lifecycle | undefined;
+    // A lifecycle that held only the preStop goes whole: an empty `lifecycle: {}` says nothing.
+    const onlyPreStop = lifecycle !== undefined && lifecycle.preStop !== undefined && Object.keys(lifecycle).length === 1;
+    context.builder.remove(onlyPreStop ? [...path, 'lifecycle'] : [...path, 'lifecycle', 'preStop']);
     context.builder.remove([...path, 'livenessProbe']);
   }
 }

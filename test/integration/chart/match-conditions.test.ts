@@ -35,10 +35,10 @@ function apiServerCalls(expression: string, pod: Pod): boolean {
   return result;
 }
 
-/** What drainguard does with a pod it is sent: anything but "not an Envoy pod" needs the call. */
+/** What drainguard does with a pod it is sent: anything but "not an Envoy pod of drainguard's" needs the call. */
 function drainguardActsOn(pod: Pod, config: Config): boolean {
   const result = mutate(structuredClone(pod), config);
-  return !(result.status === 'skipped' && (result.reason === 'not-envoy' || result.reason === 'no-containers'));
+  return !(result.status === 'skipped' && (result.reason === 'not-envoy' || result.reason === 'no-containers' || result.reason === 'envoy-supervised'));
 }
 
 const defaults = expressionFor({});
@@ -55,6 +55,8 @@ describe('hand-picked pods', () => {
     const pod = structuredClone(contour);
     const envoy = pod.spec.containers.find((c) => c.name === 'envoy') as Container;
     envoy.name = name;
+    // Only the image and the name tell here: Contour's `command: [envoy]` would show Envoy by itself.
+    delete envoy.command;
     if (image === undefined) delete envoy.image;
     else envoy.image = image;
     pod.metadata = { ...pod.metadata, annotations };
@@ -74,6 +76,26 @@ describe('hand-picked pods', () => {
     const pod = variant(image);
     expect(apiServerCalls(defaults, pod)).toBe(called);
     expect(drainguardActsOn(pod, defaultConfig())).toBe(called);
+  });
+
+  test.each([
+    [{ command: ['envoy'] }, true],
+    [{ command: ['/usr/local/bin/envoy', '-c', '/config/envoy.yaml'] }, true],
+    [{ command: ['envoy -c /config/envoy.yaml'] }, true],
+    [{ args: ['/usr/local/bin/envoy', '-c', '/config/envoy.yaml'] }, true],
+    [{ command: [], args: ['envoy'] }, true],
+    [{ command: ['/bin/sh'], args: ['envoy'] }, false],
+    [{ args: ['-c', '/config/envoy.yaml'] }, false],
+    [{ command: ['envoy-gateway'] }, false],
+    [{ command: ['consul-dataplane'], args: ['-envoy-executable-path=/usr/local/bin/envoy'] }, false],
+  ])('a container named "proxy" with a custom image and %j: called %s (its command runs the envoy binary)', (line, called) => {
+    const pod = variant('registry.example/custom-proxy:1');
+    const proxy = pod.spec.containers.find((c) => c.name === 'proxy') as Container;
+    delete proxy.command;
+    delete proxy.args;
+    Object.assign(proxy, line);
+    expect(apiServerCalls(defaults, pod)).toBe(called);
+    if (called) expect(drainguardActsOn(pod, defaultConfig())).toBe(true);
   });
 
   test('a container without an image, named otherwise, and no annotation: not called', () => {
@@ -125,7 +147,9 @@ test('generated pods: whenever drainguard would act on a pod, the API server cal
     ),
     { nil: undefined },
   );
-  const container = fc.record({ name: fc.constantFrom('envoy', 'proxy', 'shutdown-manager', 'app', 'envoy-2'), image });
+  const command = fc.option(fc.constantFrom(['envoy'], ['/usr/local/bin/envoy', '-c', 'x'], ['pilot-agent'], ['/bin/sh', '-c', 'envoy'], []), { nil: undefined });
+  const args = fc.option(fc.constantFrom(['envoy'], ['-c', '/config/envoy.yaml'], ['proxy', 'router'], ['/usr/local/bin/envoy']), { nil: undefined });
+  const container = fc.record({ name: fc.constantFrom('envoy', 'proxy', 'shutdown-manager', 'app', 'envoy-2'), image, command, args });
   const annotations = fc.dictionary(
     fc.constantFrom('drainguard.io/inject', 'drainguard.io/envoy-container', 'drainguard.io/min-drain', 'example.com/team', 'drainguard.io/status'),
     fc.constantFrom('enabled', 'disabled', 'proxy', 'envoy', '5s', 'x'),
@@ -134,7 +158,12 @@ test('generated pods: whenever drainguard would act on a pod, the API server cal
   fc.assert(
     fc.property(fc.uniqueArray(container, { minLength: 1, maxLength: 4, selector: (c) => c.name }), annotations, (containers, notes) => {
       const pod = structuredClone(contour);
-      pod.spec.containers = containers.map(({ name, image: img }) => ({ ...(img === undefined ? {} : { image: img }), name }));
+      pod.spec.containers = containers.map(({ name, image: img, command: cmd, args: arg }) => ({
+        ...(img === undefined ? {} : { image: img }),
+        ...(cmd === undefined ? {} : { command: [...cmd] }),
+        ...(arg === undefined ? {} : { args: [...arg] }),
+        name,
+      }));
       delete pod.spec.initContainers;
       pod.metadata = { ...pod.metadata, annotations: notes };
       if (drainguardActsOn(pod, defaultConfig())) expect(apiServerCalls(defaults, pod)).toBe(true);

@@ -7,6 +7,7 @@ import { defaultConfig, type Config } from '../../../src/config';
 import { assessPod, judgePod } from '../../../src/check/pods';
 import type { EnvoyPodReport } from '../../../src/check/report';
 import type { Container, Pod } from '../../../src/mutate';
+import { jsonCopy } from '../../support/independent-patch';
 import { pod, templates, VERSION } from './cluster-scenario';
 
 function asPod(object: unknown): Pod {
@@ -34,14 +35,27 @@ test('a drain hook whose arguments the drain program refuses fails, quoting the 
   expect(verdict.message).toContain(`its preStop arguments are refused by the drain program: ${report.drainError}`);
 });
 
-test("a rewritten pod whose Envoy kept its own preStop fails: no drain is installed", () => {
+test('a pod whose Envoy keeps a preStop drainguard cannot replace is not protected, status or not (half protection)', () => {
   const template = templates.plainEnvoy();
   container(template, 'proxy').lifecycle = { preStop: { exec: { command: ['/usr/local/bin/graceful-stop'] } } };
-  const report = envoyReport(asPod(pod(template, { name: 'edge-proxy', namespace: 'edge', state: 'protected' })));
-  expect(report).toMatchObject({ protection: 'current', drainInstalled: false });
-  const verdict = judgePod(report, VERSION);
-  expect(verdict).toMatchObject({ verdict: 'fail', hint: expect.stringContaining("remove or replace Envoy's own preStop") });
-  expect(verdict.message).toContain('Envoy kept a preStop drainguard does not recognise, so no drain is installed');
+  // What an earlier drainguard wrote on such a pod: requests and probes, its status, and no drain.
+  const halfProtected = jsonCopy(template);
+  halfProtected.metadata = { ...halfProtected.metadata, annotations: { 'drainguard.io/status': JSON.stringify({ version: VERSION, actions: ['resource-requests', 'liveness-probe'] }) } };
+  for (const shape of [template, halfProtected]) {
+    const report = envoyReport(asPod(pod(shape, { name: 'edge-proxy', namespace: 'edge' })));
+    expect(report).toMatchObject({ drainInstalled: false, leftWhole: expect.stringContaining('/usr/local/bin/graceful-stop') });
+    const verdict = judgePod(report, VERSION);
+    expect(verdict).toMatchObject({ verdict: 'fail', hint: 'change what keeps the drain out in the pod template, then restart the workload' });
+    expect(verdict.message).toMatch(/^not protected: container proxy: its preStop hook .* the drain cannot be installed, so drainguard leaves the pod whole/);
+  }
+});
+
+test('a forced container whose preStop drainguard cannot replace is not protected either', () => {
+  const template = templates.plainEnvoy();
+  template.metadata = { ...template.metadata, annotations: { 'drainguard.io/envoy-container': 'proxy' } };
+  container(template, 'proxy').lifecycle = { preStop: { httpGet: { path: '/quit', port: 9000 } } };
+  const report = envoyReport(asPod(pod(template, { name: 'edge-proxy', namespace: 'edge' })));
+  expect(judgePod(report, VERSION)).toMatchObject({ verdict: 'fail', message: expect.stringMatching(/^not protected: /) });
 });
 
 test('a pod being deleted is reported, not failed', () => {

@@ -48,13 +48,13 @@ describe('decideAdmission', () => {
 
   it('omits patchType and patch when there is nothing to change', () => {
     const unchanged: MutateFunction = () => ({ status: 'unchanged', patch: [], warnings: [], timeline });
-    const skipped: MutateFunction = () => ({ status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] });
+    const skipped: MutateFunction = () => ({ status: 'skipped', reason: 'not-envoy', message: 'no container running Envoy', patch: [], warnings: [] });
     const empty: MutateFunction = () => ({ status: 'mutated', patch: [], warnings: [], actions: [], timeline });
     for (const core of [unchanged, skipped, empty]) {
       const r = response(decideAdmission(admissionReview(pod), config, core));
       expect(r).toEqual({ uid: expect.any(String), allowed: true });
     }
-    expect(decideAdmission(admissionReview(pod), config, skipped).outcome).toMatchObject({ result: 'skipped', skipReason: 'not-envoy' });
+    expect(decideAdmission(admissionReview(pod), config, skipped).outcome).toMatchObject({ result: 'skipped', skipReason: 'not-envoy', skipMessage: 'no container running Envoy' });
   });
 
   it('answers a pod whose fields have the wrong types with 400 naming them (the real core)', () => {

@@ -16,15 +16,19 @@ describe('formatExplanation', () => {
     expect(formatExplanation([report])).toBe(
       [
         'envoy.yaml: document 1: DaemonSet projectcontour/envoy: mutated (prestop, liveness-probe)',
-        "  grace period      300s                     the pod's terminationGracePeriodSeconds",
-        "  drain delay       0s                       drainguard's configuration (drain.drainDelaySeconds)",
-        "  minimum drain     5s                       drainguard's configuration (drain.minDrainSeconds)",
-        "  poll interval     1s                       drainguard's configuration (drain.pollIntervalSeconds)",
-        '  deadline          290s                     grace period - 10s (drain.deadlineMarginSeconds)',
-        "  min connections   0                        drainguard's configuration (drain.minConnections)",
-        '  liveness budget   60s                      probe added by drainguard; restarts a stuck Envoy after this long; stopped while the pod terminates',
-        '  startup budget    300s                     probe added by drainguard; time Envoy may take to become ready before the liveness probe counts',
-        "  admin address     unix:/admin/admin.sock   Contour's admin socket: an emptyDir mounted at /admin in Envoy",
+        '  Envoy container   envoy                      runs the envoy binary',
+        '  replaces          Contour v1.33.6 or later   image tag main of container shutdown-manager: the development branch, after v1.33.6',
+        "  grace period      300s                       the pod's terminationGracePeriodSeconds",
+        '  drain delay       0s                         Contour v1.33.6 or later default of `contour envoy shutdown --drain-delay` (the same in every release from v1.10.0)',
+        '  minimum drain     0s                         Contour v1.33.6 or later default of `contour envoy shutdown --check-delay` (60s from v1.10.0, 0s from v1.22.0)',
+        '  poll interval     5s                         Contour v1.33.6 or later default of `contour envoy shutdown --check-interval` (the same in every release from v1.10.0)',
+        '  deadline          290s                       grace period - 10s (drain.deadlineMarginSeconds)',
+        '  min connections   0                          Contour v1.33.6 or later default of `contour envoy shutdown --min-open-connections` (the same in every release from v1.10.0)',
+        '  liveness budget   60s                        probe added by drainguard; restarts a stuck Envoy after this long; stopped while the pod terminates',
+        '  startup budget    300s                       probe added by drainguard; time Envoy may take to become ready before the liveness probe counts',
+        "  admin address     unix:/admin/admin.sock     Contour's admin socket: an emptyDir mounted at /admin in Envoy",
+        "  not counted       :8002                      Envoy's readiness probe; Envoy's port metrics; Contour's stats and health listener (stats-health, 0.0.0.0:8002 by default)",
+        "                    :9001                      Contour's read-only admin listener envoy-admin (127.0.0.1:9001), from the admin socket releases on",
         '  warnings:',
         '    - memory limit is tight',
         '',
@@ -59,11 +63,24 @@ describe('formatExplanation', () => {
     const { timeline } = mutateOk(pod).result;
     const text = formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline } }]);
     const shutdown = 'of `contour envoy shutdown` (container shutdown-manager, preStop)';
-    const row = (label: string, value: string, source: string) => `  ${label.padEnd(15)}   ${value.padEnd(22)}   ${source}\n`;
+    const row = (label: string, value: string, source: string) => `  ${label.padEnd(15)}   ${value.padEnd(24)}   ${source}\n`;
     expect(text).toContain(row('drain delay', '25s', `--drain-delay=25s ${shutdown}`));
     expect(text).toContain(row('minimum drain', '5s', `--check-delay=10s ${shutdown}; shortened to fit the 30s deadline`));
     expect(text).toContain(row('poll interval', '2s', `--check-interval=1500ms ${shutdown}; rounded up to 2s`));
     expect(text).toContain(row('min connections', '4', 'the drainguard.io/min-connections annotation'));
+  });
+
+  test('flags of the replaced sidecar whose loss changes nothing are listed, not warned about', () => {
+    const pod = loadPod('contour-main.yaml');
+    const sidecar = pod.spec.containers.find((c) => c.name === 'shutdown-manager');
+    if (sidecar === undefined) throw new Error('no sidecar');
+    sidecar.args = ['envoy', 'shutdown-manager', '--serve-port=8090'];
+    const { timeline, warnings } = mutateOk(pod).result;
+    expect(warnings).toEqual([]);
+    const text = formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings, timeline } }]);
+    expect(text).toContain(
+      "  dropped, no effect:\n    - container shutdown-manager: --serve-port=8090 (the sidecar's HTTP server goes with the sidecar, and nothing calls it any more)\n  warnings: none\n",
+    );
   });
 
   test('a guessed admin address says so and what to set', () => {
@@ -79,14 +96,22 @@ describe('formatExplanation', () => {
     expect(formatExplanation([guessed])).toMatch(/admin address +http:\/\/127\.0\.0\.1:9901 +GUESSED \(no clue\): set the drainguard\.io\/admin-address annotation\n/);
   });
 
-  test('skipped workloads show the reason and no table', () => {
+  test('skipped workloads show the reason, what was looked for, and no table', () => {
+    const looked = 'no container running Envoy: looked for an envoy binary';
     const text = formatExplanation([
-      { ...at, kind: 'Deployment', name: 'web', outcome: { status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] } },
-      { ...at, document: 2, item: 3, kind: 'Job', name: 'x', outcome: { status: 'skipped', reason: 'no-pod-template', patch: [], warnings: [] } },
+      { ...at, kind: 'Deployment', name: 'web', outcome: { status: 'skipped', reason: 'not-envoy', message: looked, patch: [], warnings: [] } },
+      {
+        ...at,
+        document: 2,
+        item: 3,
+        kind: 'Job',
+        name: 'x',
+        outcome: { status: 'skipped', reason: 'no-pod-template', message: 'the workload has no pod template', patch: [], warnings: [] },
+      },
     ]);
     expect(text).toBe(
-      'envoy.yaml: document 1: Deployment web: skipped: no Envoy container (not-envoy)\n  warnings: none\n' +
-        '\nenvoy.yaml: document 2, item 3: Job x: skipped: the workload has no pod template (no-pod-template)\n  warnings: none\n',
+      `envoy.yaml: document 1: Deployment web: skipped (not-envoy): ${looked}\n  warnings: none\n` +
+        '\nenvoy.yaml: document 2, item 3: Job x: skipped (no-pod-template): the workload has no pod template\n  warnings: none\n',
     );
   });
 

@@ -70,7 +70,7 @@ spec:
       containers: [{name: nginx, image: nginx}]
 `;
 
-const DENIED = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu-request: lots}\nspec:\n  containers: [{name: envoy}]\n`;
+const DENIED = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {drainguard.io/envoy-cpu-request: lots}\nspec:\n  containers: [{name: envoy, command: [envoy]}]\n`;
 const DENIAL =
   'annotation drainguard.io/envoy-cpu-request: invalid value "lots"; expected a positive Kubernetes quantity (e.g. "100m", "0.5", "128Mi", "1G")';
 
@@ -213,7 +213,7 @@ items:
   });
 
   test('editing through a YAML alias is refused rather than changing every user of the anchor', () => {
-    const aliased = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &envoy {name: envoy}\n  - *envoy\n`;
+    const aliased = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &envoy {name: envoy, command: [envoy]}\n  - *envoy\n`;
     const throughAlias: MutateFunction = (pod, config) => {
       const result = mutate(pod, config);
       return result.status === 'mutated' ? { ...result, patch: [{ op: 'add', path: '/spec/containers/1/image', value: 'x' }] } : result;
@@ -223,7 +223,7 @@ items:
   });
 
   test('changing a node that holds an anchor an alias uses is refused rather than changing the alias too', () => {
-    const anchored = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &sidecar {name: shutdown-manager}\n  - name: envoy\n  x-copy: *sidecar\n`;
+    const anchored = `apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &sidecar {name: shutdown-manager}\n  - name: envoy\n    command: [envoy]\n  x-copy: *sidecar\n`;
     const withPatch =
       (patch: PatchOperation[]): MutateFunction =>
       (pod, config) => {

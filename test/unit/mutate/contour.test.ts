@@ -29,8 +29,11 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     const deadline = seconds(flags.get('--deadline')?.[0]);
     expect(deadline).toBeLessThan(300);
     expect(deadline).toBe(290);
-    expect(flags.get('--exclude-listener')).toEqual(['_8002$']);
-    expect(seconds(flags.get('--min-drain')?.[0])).toBe(5);
+    // The stats and health listener, and the read-only admin listener of the socket releases.
+    expect(flags.get('--exclude-listener')).toEqual(['_8002$', '_9001$']);
+    // Contour's own defaults from v1.22 on: no --check-delay, polls every 5s.
+    expect(seconds(flags.get('--min-drain')?.[0])).toBe(0);
+    expect(seconds(flags.get('--poll-interval')?.[0])).toBe(5);
     expect(flags.get('--min-connections')).toEqual(['0']);
   });
 
@@ -101,9 +104,11 @@ describe.each(CONTOUR_FIXTURES)('Contour %s', (fixture) => {
     expect(again.status).toBe('unchanged');
     expect(again.patch).toEqual([]);
     if (again.status !== 'unchanged') throw new Error('unreachable');
-    // Same plan; the admin address is now read back from drainguard's own hook (the sidecar is gone).
-    const source = { adminAddressSource: 'x', adminAddressReason: 'x', drainSources: 'x' } as const;
+    // Same plan; the admin address, the drain settings and the listeners are now read back from
+    // drainguard's own hook (the sidecar is gone), so only where they came from differs.
+    const source = { adminAddressSource: 'x', adminAddressReason: 'x', drainSources: 'x', excludedListeners: 'x', replaces: 'x', droppedFlags: 'x' } as const;
     expect({ ...again.timeline, ...source }).toEqual({ ...result.timeline, ...source });
+    expect(again.timeline.excludedListeners?.map((listener) => listener.port)).toEqual(result.timeline.excludedListeners?.map((listener) => listener.port));
     expect(again.timeline.adminAddressSource).toBe('drainguard-hook');
     expect(Object.values(again.timeline.drainSources ?? {}).map((source) => source.origin)).toEqual([
       'grace-period',

@@ -1,6 +1,6 @@
 import { defaultConfig } from '../../../src/config';
 import type { Pod } from '../../../src/mutate';
-import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage } from '../../../src/mutate/envoy/detect';
+import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage, lookedFor } from '../../../src/mutate/envoy/detect';
 import { bootstrapAdmin, configPath, envoyTokens } from '../../../src/mutate/envoy/args';
 
 describe('image repository', () => {
@@ -25,13 +25,76 @@ describe('image repository', () => {
   });
 });
 
-describe('findEnvoy', () => {
-  const pod: Pod = { spec: { containers: [{ name: 'app', image: 'nginx' }, { name: 'gw', image: 'envoyproxy/envoy:v1' }, { name: 'envoy', image: 'custom' }] } };
-  test('by name first, then by image, then the override', () => {
-    expect(findEnvoy(pod, defaultConfig(), undefined)).toEqual({ found: true, index: 2 });
-    expect(findEnvoy({ spec: { containers: pod.spec.containers.slice(0, 2) } }, defaultConfig(), undefined)).toEqual({ found: true, index: 1 });
-    expect(findEnvoy(pod, defaultConfig(), 'app')).toEqual({ found: true, index: 0 });
-    expect(findEnvoy(pod, defaultConfig(), 'nope')).toEqual({ found: false, missingOverride: 'nope' });
+describe('findEnvoy: identity by evidence, never by name alone', () => {
+  const config = defaultConfig();
+  const find = (containers: Pod['spec']['containers'], override?: string, initContainers?: Pod['spec']['initContainers']) =>
+    findEnvoy({ spec: { containers, ...(initContainers ? { initContainers } : {}) } }, config, override);
+
+  test('the envoy binary in the command, or without a command as the first argument', () => {
+    expect(find([{ name: 'app', image: 'nginx' }, { name: 'edge', image: 'bitnami/envoy:1.34', command: ['/opt/bitnami/envoy/bin/envoy'] }])).toEqual({
+      found: true, index: 1, evidence: 'runs the envoy binary',
+    });
+    expect(find([{ name: 'edge', image: 'mirror/proxy:1', args: ['envoy', '-c', '/x'] }])).toMatchObject({ found: true, index: 0 });
+    expect(find([{ name: 'edge', image: 'mirror/proxy:1', command: ['envoy -c /x'] }])).toMatchObject({ found: true, index: 0 });
+    // An argument is not the program when there is a command, and a flag never is.
+    expect(find([{ name: 'edge', image: 'mirror/proxy:1', command: ['/bin/sh'], args: ['envoy'] }])).toMatchObject({ found: false, kind: 'none' });
+    expect(find([{ name: 'edge', image: 'mirror/proxy:1', args: ['-envoy-executable-path=/usr/local/bin/envoy'] }])).toMatchObject({ found: false });
+  });
+
+  test('an Envoy image, at any registry', () => {
+    expect(find([{ name: 'gw', image: 'mirror.example/envoyproxy/envoy:v1' }])).toEqual({ found: true, index: 0, evidence: 'runs the Envoy image mirror.example/envoyproxy/envoy:v1' });
+  });
+
+  test("Envoy's name alone is not enough; with a known upstream shape it is", () => {
+    expect(find([{ name: 'envoy', image: 'custom' }])).toEqual({ found: false, kind: 'none', namedOnly: 'envoy' });
+    const sidecar = { name: 'shutdown-manager', image: 'ghcr.io/projectcontour/contour:v1.30.0', command: ['/bin/contour'], args: ['envoy', 'shutdown-manager'] };
+    expect(find([{ name: 'envoy', image: 'custom' }, sidecar])).toEqual({
+      found: true, index: 0, evidence: "has Envoy's name in the Contour shape (shutdown-manager sidecar shutdown-manager)",
+    });
+    const bootstrap = { name: 'envoy-initconfig', image: 'custom-contour', command: ['contour'], args: ['bootstrap', '/config/envoy.json'] };
+    expect(find([{ name: 'envoy', image: 'custom' }], undefined, [bootstrap])).toMatchObject({ found: true, index: 0 });
+    // The shape makes only the container with Envoy's name Envoy.
+    expect(find([{ name: 'proxy', image: 'custom' }, sidecar])).toMatchObject({ found: false, kind: 'none', namedOnly: undefined });
+  });
+
+  test("the container with Envoy's name wins when several run Envoy", () => {
+    expect(find([{ name: 'gw', image: 'envoyproxy/envoy:v1' }, { name: 'envoy', command: ['envoy'] }])).toMatchObject({ found: true, index: 1 });
+    expect(find([{ name: 'gw', image: 'envoyproxy/envoy:v1' }, { name: 'gw2', command: ['envoy'] }])).toMatchObject({ found: true, index: 0 });
+  });
+
+  test.each([
+    [{ name: 'envoy', image: 'hashicorp/consul-dataplane:2.0.3', args: ['-envoy-admin-bind-port=19000'] }, 'consul-dataplane'],
+    [{ name: 'gw', image: 'registry.example/dp:1', command: ['privileged-consul-dataplane'] }, 'consul-dataplane'],
+    [{ name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', args: ['proxy', 'router'] }, "Istio's pilot-agent"],
+    [{ name: 'higress-gateway', image: 'higress-registry.example/higress/gateway:2.0', args: ['proxy', 'router', '--domain'] }, "Istio's pilot-agent"],
+    [{ name: 'cilium-envoy', image: 'quay.io/cilium/cilium-envoy:v1.31', command: ['/usr/bin/cilium-envoy-starter'] }, 'cilium-envoy'],
+    [{ name: 'kgateway-proxy', image: 'cr.kgateway.dev/kgateway-dev/envoy-wrapper:v2.0.0' }, 'envoyinit (Gloo, kgateway)'],
+  ])('%j runs Envoy under %s: never drainguard\'s', (container, supervisor) => {
+    const found = find([container]);
+    expect(found).toMatchObject({ found: false, kind: 'supervised', container: container.name, forced: false });
+    expect(found.found === false && found.kind === 'supervised' && found.supervisor.name).toBe(supervisor);
+  });
+
+  test('a plain Envoy beside a supervised one is still Envoy', () => {
+    expect(find([{ name: 'istio-proxy', image: 'istio/proxyv2:1.24', args: ['proxy', 'sidecar'] }, { name: 'app', image: 'envoyproxy/envoy:v1' }])).toMatchObject({
+      found: true,
+      index: 1,
+    });
+  });
+
+  test('the annotation names the container; a supervised one stays left alone; a missing one is reported', () => {
+    const containers = [{ name: 'app', image: 'nginx' }, { name: 'envoy', image: 'hashicorp/consul-dataplane:2.0.3' }];
+    expect(find(containers, 'app')).toEqual({ found: true, index: 0, evidence: 'named by the drainguard.io/envoy-container annotation' });
+    expect(find(containers, 'envoy')).toMatchObject({ found: false, kind: 'supervised', forced: true });
+    expect(find(containers, 'nope')).toEqual({ found: false, kind: 'missing-override', missingOverride: 'nope' });
+  });
+
+  test('what it looks for names every kind of evidence', () => {
+    expect(lookedFor(config)).toBe(
+      'looked for a container whose command (or first argument) runs the envoy binary, an image of envoyproxy/envoy or ' +
+        'envoyproxy/envoy-distroless, or a container named envoy in a known upstream shape (a Contour or Envoy Gateway ' +
+        'shutdown-manager, or contour bootstrap)',
+    );
   });
 });
 

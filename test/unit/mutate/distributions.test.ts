@@ -24,7 +24,8 @@ describe('Bitnami chart (one empty-dir volume with subPaths)', () => {
     const { program, flags } = drainArgs(envoy);
     expect(program).toBe('/config/drainguard/envoy-shutdown');
     expect(flags.get('--admin')).toEqual(['unix:/admin/admin.sock']);
-    expect(flags.get('--exclude-listener')).toEqual(['_8002$']);
+    // Contour's stats and health listener, and its read-only admin listener (the socket releases).
+    expect(flags.get('--exclude-listener')).toEqual(['_8002$', '_9001$']);
   });
 
   test('Envoy\'s own tcpSocket liveness probe is kept without a warning; its budget is 20 s × 6, the initial delay aside', () => {
@@ -61,9 +62,10 @@ describe('Envoy Gateway (inline --config-yaml bootstrap, admin on TCP 127.0.0.1:
     expect(result.timeline.adminAddressSource).toBe('envoy-args');
   });
 
-  test('the httpGet /shutdown/ready :19002 hook is replaced; the deadline follows the 900 s grace period', () => {
+  test('the httpGet /shutdown/ready :19002 hook is replaced; the deadline is the shutdown manager\'s default drain timeout (60 s from v1.2)', () => {
     expect(envoy.lifecycle?.preStop?.httpGet).toBeUndefined();
-    expect(seconds(drainArgs(envoy).flags.get('--deadline')?.[0])).toBe(890);
+    expect(seconds(drainArgs(envoy).flags.get('--deadline')?.[0])).toBe(60);
+    expect(seconds(drainArgs(envoy).flags.get('--min-drain')?.[0])).toBe(10);
   });
 
   test('no -c file and no writable volume: a dedicated emptyDir, read-only in Envoy, writable in the installer', () => {
@@ -82,8 +84,8 @@ describe('Envoy Gateway (inline --config-yaml bootstrap, admin on TCP 127.0.0.1:
     expect(result.warnings.filter((w) => w.includes('liveness'))).toEqual([]);
   });
 
-  test('the readiness/metrics port 19001 is excluded from the drain, the admin port is not listed', () => {
-    expect(drainArgs(envoy).flags.get('--exclude-listener')).toEqual(['_19001$']);
+  test('the stats port 19001 and the readiness listener 19003 are excluded from the drain, the admin port is not listed', () => {
+    expect(drainArgs(envoy).flags.get('--exclude-listener')).toEqual(['_19001$', '_19003$']);
   });
 
   test('only drainguard\'s own emptyDir is safe to evict (the others are a Secret and a ConfigMap)', () => {
@@ -152,7 +154,8 @@ describe('native sidecar (shutdown-manager as an init container with restartPoli
 describe('a non-Envoy pod', () => {
   test('is skipped with reason not-envoy and no patch', () => {
     const pod = loadPod('not-envoy.yaml');
-    expect(mutate(pod, defaultConfig())).toEqual({ status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] });
+    expect(mutate(pod, defaultConfig())).toMatchObject({ status: 'skipped', reason: 'not-envoy', patch: [], warnings: [] });
+    expect(mutate(pod, defaultConfig())).toMatchObject({ message: expect.stringMatching(/^no container running Envoy: looked for a container whose command/) });
   });
 
   test('a pod without containers is skipped with reason no-containers', () => {

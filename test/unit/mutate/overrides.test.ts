@@ -138,7 +138,7 @@ describe('valid overrides take effect', () => {
 
   test('inject: disabled skips the pod (opted-out), even with otherwise invalid annotations', () => {
     const pod = withAnnotations(contour, { 'drainguard.io/inject': 'disabled', 'drainguard.io/drain-delay': 'bad' });
-    expect(mutate(pod, defaultConfig())).toEqual({ status: 'skipped', reason: 'opted-out', patch: [], warnings: [] });
+    expect(mutate(pod, defaultConfig())).toEqual({ status: 'skipped', reason: 'opted-out', message: 'annotated drainguard.io/inject: disabled', patch: [], warnings: [] });
   });
 
   test('inject: enabled is accepted', () => {

@@ -1,6 +1,6 @@
 /** Envoy's preStop: which hooks are replaced, and how every drain argument is computed. */
 import { defaultConfig } from '../../../src/config';
-import type { LifecycleHandler, Pod } from '../../../src/mutate';
+import { mutate, type LifecycleHandler, type Pod } from '../../../src/mutate';
 import { container, drainArgs, hasContainer, loadPod, mutateOk, seconds, withAnnotations } from './support';
 
 function contourWithEnvoyPreStop(preStop: LifecycleHandler): Pod {
@@ -9,33 +9,38 @@ function contourWithEnvoyPreStop(preStop: LifecycleHandler): Pod {
   return pod;
 }
 
-describe('an unrecognised user preStop', () => {
+describe('an unrecognised user preStop: no half protection, the pod is left whole', () => {
   const userHook = { exec: { command: ['/usr/local/bin/my-drain', '--wait'] } };
   const pod = contourWithEnvoyPreStop(userHook);
-  const { result, after } = mutateOk(pod);
+  const result = mutate(pod, defaultConfig());
 
-  test('is kept', () => {
-    expect(container(after, 'envoy').lifecycle?.preStop).toEqual(userHook);
-    expect(result.actions).not.toContain('prestop');
+  test('nothing is changed: no drain, no probes, no requests, no installer, the sidecar stays', () => {
+    expect(result).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
   });
 
-  test('the response warns that the drain was NOT installed, and why the sidecar stays', () => {
-    const warning = result.warnings.find((w) => w.includes('NOT installed'));
-    expect(warning).toContain('my-drain');
-    expect(warning).toContain('sidecar');
-    expect(result.timeline.drainInstalled).toBe(false);
+  test('the warning says which hook keeps the drain out, how to let it in, and that the pod is left whole', () => {
+    expect(result.warnings).toEqual([
+      'container envoy: its preStop hook (exec ["/usr/local/bin/my-drain","--wait"]) is not a recognised shutdown-manager hook ' +
+        'and is kept (remove it from the pod template for drainguard to drain Envoy): the drain cannot be installed, so drainguard ' +
+        'leaves the pod whole (no drain, probes, requests or installer; a shutdown-manager stays as it is)',
+    ]);
+    expect(result.status === 'skipped' && result.message).toBe(result.warnings[0]);
   });
 
-  test('no installer is added and the sidecar is not removed', () => {
-    expect(hasContainer(after, 'drainguard-install')).toBe(false);
-    expect(container(after, 'shutdown-manager').lifecycle).toEqual(container(pod, 'shutdown-manager').lifecycle);
-    expect(result.actions).not.toContain('installer');
-    expect(result.actions).not.toContain('sidecar-removed');
+  test('the same rule when the drainguard.io/envoy-container annotation forces a container with such a hook', () => {
+    const forced = withAnnotations(contourWithEnvoyPreStop(userHook), { 'drainguard.io/envoy-container': 'envoy' });
+    expect(mutate(forced, defaultConfig())).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
+    const other = withAnnotations(loadPod('contour-main.yaml'), { 'drainguard.io/envoy-container': 'shutdown-manager' });
+    // The sidecar's own preStop is `contour envoy shutdown`, which drainguard replaces: named Envoy, it is drained.
+    expect(mutate(other, defaultConfig()).status).toBe('mutated');
   });
 
-  test('the rest still applies: requests (sidecar included), liveness and startup probes, safe-to-evict, status', () => {
-    expect(container(after, 'shutdown-manager').resources?.requests).toEqual(defaultConfig().requests.sidecar);
-    expect(result.actions).toEqual(['resource-requests', 'liveness-probe', 'startup-probe', 'safe-to-evict', 'status']);
+  test('a pod with no place for the program is left whole too', () => {
+    const blocked = contourWithEnvoyPreStop({ httpGet: { path: '/shutdown', port: 8090 } });
+    blocked.spec.containers.push({ name: 'drainguard-install', image: 'x' });
+    const left = mutate(blocked, defaultConfig());
+    expect(left).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
+    expect(left.warnings[0]).toMatch(/^a container named drainguard-install already exists and is not an init container: the drain cannot be installed/);
   });
 });
 
@@ -59,9 +64,8 @@ describe('recognised shutdown-manager hooks are replaced', () => {
   test.each<[string, LifecycleHandler]>([
     ['/shutdown on an unrelated port', { httpGet: { path: '/shutdown', port: 9000 } }],
     ['a shell script doing more than sleeping', { exec: { command: ['sh', '-c', 'sleep 5; curl -X POST localhost:9901/quitquitquit'] } }],
-  ])('not: %s', (_label, preStop) => {
-    const { after } = mutateOk(contourWithEnvoyPreStop(preStop));
-    expect(container(after, 'envoy').lifecycle?.preStop).toEqual(preStop);
+  ])('not: %s (the pod is left whole)', (_label, preStop) => {
+    expect(mutate(contourWithEnvoyPreStop(preStop), defaultConfig())).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
   });
 });
 
@@ -75,10 +79,11 @@ describe('drain arguments', () => {
           '--admin', 'unix:/admin/admin.sock',
           '--deadline', '290s',
           '--drain-delay', '0s',
-          '--min-drain', '5s',
+          '--min-drain', '0s',
           '--min-connections', '0',
-          '--poll-interval', '1s',
+          '--poll-interval', '5s',
           '--exclude-listener', '_8002$',
+          '--exclude-listener', '_9001$',
           '--termination-message-path', '/dev/termination-log',
         ],
       },
@@ -91,7 +96,7 @@ describe('drain arguments', () => {
     envoy.ports = [...(envoy.ports ?? []), { containerPort: 9102, name: 'envoy-stats' }, { containerPort: 8003, name: 'health' }];
     envoy.readinessProbe = { httpGet: { path: '/ready', port: 'health' } };
     const { after } = mutateOk(pod);
-    expect(drainArgs(container(after, 'envoy')).flags.get('--exclude-listener')).toEqual(['_8002$', '_8003$', '_9102$']);
+    expect(drainArgs(container(after, 'envoy')).flags.get('--exclude-listener')).toEqual(['_8002$', '_8003$', '_9001$', '_9102$']);
   });
 
   test('a tiny grace period gets a floored deadline and a warning', () => {
@@ -186,11 +191,11 @@ describe('bootstrap volume from the -c / --config-path forms', () => {
     expect(container(after, 'drainguard-install').volumeMounts?.[0]?.name).toBe('drainguard');
   });
 
-  test('the drain is not installed when the fallback volume name is taken by a ConfigMap', () => {
+  test('the drain is not installed when the fallback volume name is taken by a ConfigMap: the pod is left whole', () => {
     const pod = loadPod('plain-envoy.yaml');
     pod.spec.volumes?.push({ name: 'drainguard', configMap: { name: 'x' } });
-    const { result, after } = mutateOk(pod);
-    expect(result.warnings.some((w) => w.includes('NOT installed') && w.includes('volume drainguard'))).toBe(true);
-    expect(container(after, 'proxy').lifecycle).toBeUndefined();
+    const result = mutate(pod, defaultConfig());
+    expect(result).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
+    expect(result.warnings).toEqual([expect.stringMatching(/^volume drainguard already exists and is not an emptyDir: the drain cannot be installed/)]);
   });
 });

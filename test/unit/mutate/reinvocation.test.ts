@@ -21,6 +21,19 @@ function copy(pod: Pod): Pod {
   return JSON.parse(JSON.stringify(pod)) as Pod;
 }
 
+/**
+ * The restored hook is the first one, except for what only the removed sidecar showed: Contour's own
+ * defaults (no --check-delay, a 5 s poll) went with it and with the replaced hook, so drainguard's
+ * configuration applies to those two (docs/design.md, "The status annotation and re-invocation").
+ */
+function expectRestored(restored: Container['lifecycle'], hook: Container['lifecycle']): void {
+  const config = defaultConfig().drain;
+  const expected = (hook?.preStop?.exec?.command ?? []).map((word, index, all) =>
+    all[index - 1] === '--min-drain' ? `${config.minDrainSeconds}s` : all[index - 1] === '--poll-interval' ? `${config.pollIntervalSeconds}s` : word,
+  );
+  expect(restored).toEqual({ preStop: { exec: { command: expected } } });
+}
+
 test('everything still holds: zero operations, unchanged', () => {
   const { first } = injected();
   const again = mutate(first, defaultConfig());
@@ -34,7 +47,7 @@ test('a preStop that replaced the drain is replaced back, with a warning naming 
   const result = mutate(later, defaultConfig());
   expect(result.status).toBe('mutated');
   const after = applyIndependently(later, result.patch);
-  expect(container(after, 'envoy').lifecycle).toEqual(hook);
+  expectRestored(container(after, 'envoy').lifecycle, hook);
   expect(result.warnings).toContainEqual(expect.stringMatching(/container envoy: drainguard's drain preStop.* was replaced by exec \["\/bin\/sh","-c","sleep 5"\].*restored/));
   // The status already records the preStop: only the hook is written.
   expect(result.patch.map((op) => op.path)).toEqual(['/spec/containers/0/lifecycle/preStop']);
@@ -45,7 +58,7 @@ test('a preStop of another kind that replaced the drain (an httpGet) is replaced
   const later = copy(first);
   container(later, 'envoy').lifecycle = { preStop: { httpGet: { path: '/quit', port: 9000 } } };
   const result = mutate(later, defaultConfig());
-  expect(container(applyIndependently(later, result.patch), 'envoy').lifecycle).toEqual(hook);
+  expectRestored(container(applyIndependently(later, result.patch), 'envoy').lifecycle, hook);
   expect(result.warnings).toContainEqual(expect.stringContaining('was replaced by httpGet /quit :9000'));
 });
 
@@ -54,7 +67,7 @@ test('a preStop removed after the drain was installed is restored, with a warnin
   const later = copy(first);
   delete container(later, 'envoy').lifecycle;
   const result = mutate(later, defaultConfig());
-  expect(container(applyIndependently(later, result.patch), 'envoy').lifecycle).toEqual(hook);
+  expectRestored(container(applyIndependently(later, result.patch), 'envoy').lifecycle, hook);
   expect(result.warnings).toContainEqual(expect.stringMatching(/container envoy: drainguard's drain preStop.* is gone.*restored/));
 });
 
@@ -93,18 +106,20 @@ test('a status written by another version also records the drain: a replaced pre
   const later = withAnnotations(first, { [STATUS]: '{"version":"0.0.1","actions":["prestop"]}' });
   container(later, 'envoy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
   const { result, after } = mutateOk(later);
-  expect(container(after, 'envoy').lifecycle).toEqual(hook);
+  expectRestored(container(after, 'envoy').lifecycle, hook);
   expect(result.warnings).toContainEqual(expect.stringContaining('was replaced by exec ["/custom"]'));
 });
 
-test('without drainguard\'s status, a preStop of the user\'s is still kept', () => {
+test('without drainguard\'s status, a preStop of the user\'s is still kept, and the pod left whole', () => {
   const { first } = injected();
   const later = copy(first);
   delete later.metadata?.annotations?.[STATUS];
   container(later, 'envoy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
-  const { result, after } = mutateOk(later);
-  expect(container(after, 'envoy').lifecycle).toEqual({ preStop: { exec: { command: ['/custom'] } } });
-  expect(result.warnings).toContainEqual(expect.stringContaining('NOT installed'));
+  const result = mutate(later, defaultConfig());
+  // Left whole: its protected label, which nothing would honour any more, is all that goes.
+  expect(result).toMatchObject({ status: 'skipped', reason: 'drain-not-installed' });
+  expect(result.patch).toEqual([{ op: 'remove', path: '/metadata/labels/drainguard.io~1protected' }]);
+  expect(result.warnings).toContainEqual(expect.stringContaining('the drain cannot be installed, so drainguard leaves the pod whole'));
 });
 
 test('the status keeps what earlier passes did, and is rewritten only when that list changes', () => {

@@ -10,8 +10,10 @@ describe('disarm mode (Contour v1.23.0: sidecar with preStop and liveness probe)
   const { result, after } = mutateOk(pod, configWith((c) => (c.sidecarMode = 'disarm')));
   const sidecar = container(after, 'shutdown-manager');
 
-  test('keeps the sidecar but strips its preStop and liveness probe', () => {
-    expect(sidecar.lifecycle?.preStop).toBeUndefined();
+  test('keeps the sidecar but strips its preStop and liveness probe; a lifecycle left empty goes whole', () => {
+    expect(container(pod, 'shutdown-manager').lifecycle).toHaveProperty('preStop');
+    expect(sidecar).not.toHaveProperty('lifecycle');
+    expect(result.patch).toContainEqual({ op: 'remove', path: '/spec/containers/0/lifecycle' });
     expect(sidecar.livenessProbe).toBeUndefined();
     expect(sidecar.command).toEqual(container(pod, 'shutdown-manager').command);
     expect(result.actions).toContain('sidecar-disarmed');
@@ -25,6 +27,14 @@ describe('disarm mode (Contour v1.23.0: sidecar with preStop and liveness probe)
 
   test('idempotent', () => {
     expect(mutate(after, configWith((c) => (c.sidecarMode = 'disarm'))).status).toBe('unchanged');
+  });
+
+  test('a lifecycle with more than the preStop keeps the rest', () => {
+    const withPostStart = loadPod('contour-v1.23.0.yaml');
+    const manager = container(withPostStart, 'shutdown-manager');
+    manager.lifecycle = { ...manager.lifecycle, postStart: { exec: { command: ['/bin/true'] } } };
+    const disarmed = container(mutateOk(withPostStart, configWith((c) => (c.sidecarMode = 'disarm'))).after, 'shutdown-manager');
+    expect(disarmed.lifecycle).toEqual({ postStart: { exec: { command: ['/bin/true'] } } });
   });
 });
 
@@ -66,11 +76,10 @@ describe('safe-to-evict-local-volumes', () => {
     });
   });
 
-  test('no emptyDir at all: no annotation', () => {
+  test('a pod left whole (no drain, so no drainguard volume) gets no annotation either', () => {
     const pod = loadPod('plain-envoy.yaml');
-    container(pod, 'proxy').lifecycle = { preStop: { exec: { command: ['/custom'] } } }; // no drain, so no drainguard volume
-    const { after } = mutateOk(pod);
-    expect(after.metadata?.annotations?.[SAFE_TO_EVICT_LOCAL_VOLUMES]).toBeUndefined();
+    container(pod, 'proxy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
+    expect(mutate(pod, defaultConfig())).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
   });
 });
 

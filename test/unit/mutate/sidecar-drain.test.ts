@@ -1,6 +1,7 @@
 /**
- * The drain settings a user gave the upstream shutdown-manager carry over into drainguard's drain;
- * annotations still win; a flag drainguard cannot carry as it is, or at all, is reported.
+ * The drain settings a user gave the upstream shutdown-manager carry over into drainguard's drain, and
+ * what it gives no flag for is the component's default at its release; annotations still win; a flag
+ * drainguard cannot carry as it is, or at all, is reported; one whose loss changes nothing is only listed.
  */
 import { defaultConfig } from '../../../src/config';
 import { mutate, type Pod } from '../../../src/mutate';
@@ -52,11 +53,49 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     expect(drain(contourWithShutdown('--drain-delay', '7s')).flags.drainDelay).toBe('7s');
   });
 
-  test('flags left out take drainguard\'s configured defaults, not the sidecar\'s compiled-in ones', () => {
+  test('flags left out take the sidecar\'s defaults at its release (image tag main), not drainguard\'s configuration', () => {
     const config = configWith((c) => Object.assign(c.drain, { minDrainSeconds: 12, pollIntervalSeconds: 3 }));
-    const { flags, sources } = drain(contourWithShutdown(), config);
-    expect(flags).toMatchObject({ drainDelay: '0s', minDrain: '12s', poll: '3s', minConnections: '0' });
-    expect(sources?.minDrain).toEqual({ origin: 'configuration', detail: "drainguard's configuration (drain.minDrainSeconds)" });
+    const { flags, sources, result } = drain(contourWithShutdown(), config);
+    expect(flags).toMatchObject({ drainDelay: '0s', minDrain: '0s', poll: '5s', minConnections: '0' });
+    expect(sources?.minDrain).toEqual({
+      origin: 'component-default',
+      detail: 'Contour v1.33.6 or later default of `contour envoy shutdown --check-delay` (60s from v1.10.0, 0s from v1.22.0)',
+    });
+    expect(result.timeline.replaces).toEqual([
+      { name: 'Contour', release: 'v1.33.6 or later', how: 'image tag main of container shutdown-manager: the development branch, after v1.33.6' },
+    ]);
+  });
+
+  test.each([
+    ['ghcr.io/projectcontour/contour:v1.21.3', '60s'],
+    ['ghcr.io/projectcontour/contour:v1.22.0', '0s'],
+    ['docker.io/bitnami/contour:1.20.1-debian-11-r3', '60s'],
+    ['registry.example/mirror/contour:v1.15.2@sha256:' + 'a'.repeat(64), '60s'],
+    ['ghcr.io/projectcontour/contour:main', '0s'],
+  ])('the release read from %s gives --check-delay %s', (image, minDrain) => {
+    const pod = contourWithShutdown();
+    for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]) if (c.image?.includes('contour')) c.image = image;
+    expect(drain(pod).flags.minDrain).toBe(minDrain);
+  });
+
+  test.each([
+    ['docker.io/bitnami/contour@sha256:' + 'b'.repeat(64), 'the image docker.io/bitnami/contour@sha256:'],
+    ['ghcr.io/projectcontour/contour:latest', 'the image ghcr.io/projectcontour/contour:latest (container shutdown-manager)'],
+    ['registry.example/edge-tools:2.1.0', 'no Contour image with a release tag'],
+  ])('a release that cannot be told from %s: the configured minimum drain, with a warning naming the annotation', (image, why) => {
+    const pod = contourWithShutdown();
+    for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]) if (c.image?.includes('contour')) c.image = image;
+    const { flags, sources, warnings } = drain(pod);
+    // The defaults every release shares still apply; only the one that differs falls back.
+    expect(flags).toMatchObject({ minDrain: '5s', poll: '5s', drainDelay: '0s' });
+    expect(sources?.minDrain.origin).toBe('configuration');
+    expect(warnings).toContainEqual(expect.stringContaining('the default of `contour envoy shutdown --check-delay` is 60s from v1.10.0, 0s from v1.22.0, and its release cannot be told: '));
+    expect(warnings).toContainEqual(expect.stringContaining(why));
+    expect(warnings).toContainEqual(expect.stringContaining('the drainguard.io/min-drain annotation sets it'));
+    // Setting the annotation answers the warning.
+    const annotated = drain(withAnnotations(pod, { 'drainguard.io/min-drain': '20s' }));
+    expect(annotated.flags.minDrain).toBe('20s');
+    expect(annotated.warnings.filter((w) => w.includes('--check-delay'))).toEqual([]);
   });
 
   test('annotations win over the sidecar\'s flags', () => {
@@ -93,32 +132,31 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     ['--check-delay=5', 'not a Go duration'],
     ['--min-open-connections=010', 'not a decimal whole number'],
     ['--min-open-connections=0x10', 'not a decimal whole number'],
-  ])('%s cannot be read: drainguard\'s default applies, with a warning', (flag, why) => {
+  ])('%s cannot be read: the component\'s default applies, with a warning', (flag, why) => {
     const { flags, warnings } = drain(contourWithShutdown(flag));
-    expect(flags).toMatchObject({ minDrain: '5s', minConnections: '0' });
-    expect(warnings).toContainEqual(expect.stringContaining(`${flag} of ${SHUTDOWN}: ${why}; ignored, drainguard's configured default applies`));
+    expect(flags).toMatchObject({ minDrain: '0s', minConnections: '0' });
+    expect(warnings).toContainEqual(`${flag} of ${SHUTDOWN}: ${why}; ignored`);
   });
 
-  test('flags with no drainguard equivalent are reported once per container: ready files, the serve port, unknown flags', () => {
+  test('flags whose loss changes nothing are listed once per container, not warned about; an unknown flag is a warning', () => {
     const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=1s', '--log-format=json');
     container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--serve-port=8090', '--ready-file=/admin/ok'];
-    const { warnings } = drain(pod);
-    const reported = warnings.filter((w) => w.includes('no drainguard equivalent'));
-    expect(reported).toEqual([
-      "container shutdown-manager: sidecar flag --ready-file=/admin/ok dropped, no drainguard equivalent (no file handshake: Envoy's own preStop drains Envoy)",
-      'container shutdown-manager: sidecar flag --log-format=json dropped, no drainguard equivalent (not a flag drainguard knows)',
-      "container shutdown-manager: sidecar flag --serve-port=8090 dropped, no drainguard equivalent (the sidecar's HTTP server goes with the sidecar)",
+    const { warnings, result } = drain(pod);
+    expect(warnings.filter((w) => w.includes('dropped'))).toEqual([
+      'container shutdown-manager: sidecar flag --log-format=json dropped: not a flag drainguard knows, so it cannot keep what it did',
+    ]);
+    expect(result.timeline.droppedFlags).toEqual([
+      { container: 'shutdown-manager', flag: '--ready-file=/admin/ok', reason: "no file handshake any more: Envoy's own preStop drains Envoy" },
+      { container: 'shutdown-manager', flag: '--serve-port=8090', reason: "the sidecar's HTTP server goes with the sidecar, and nothing calls it any more" },
     ]);
   });
 
   test('in disarm mode the sidecar keeps its command line: only its preStop\'s flags are dropped', () => {
     const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=4s');
     container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--serve-port=8090'];
-    const { flags, warnings } = drain(withAnnotations(pod, { 'drainguard.io/sidecar-mode': 'disarm' }));
+    const { flags, result } = drain(withAnnotations(pod, { 'drainguard.io/sidecar-mode': 'disarm' }));
     expect(flags.drainDelay).toBe('4s');
-    expect(warnings.filter((w) => w.includes('no drainguard equivalent'))).toEqual([
-      "container shutdown-manager: sidecar flag --ready-file=/admin/ok dropped, no drainguard equivalent (no file handshake: Envoy's own preStop drains Envoy)",
-    ]);
+    expect(result.timeline.droppedFlags?.map((flag) => flag.flag)).toEqual(['--ready-file=/admin/ok']);
   });
 
   test('Envoy\'s own `contour envoy shutdown` preStop is replaced with its settings carried over', () => {
@@ -141,11 +179,12 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     );
   });
 
-  test('no drain installed (a preStop of the user\'s): nothing is dropped, nothing reported', () => {
+  test('no drain installed (a preStop of the user\'s): the pod is left whole, and nothing about the sidecar is reported', () => {
     const pod = contourWithShutdown('--ready-file=/admin/ok', '--drain-delay=1500ms');
     container(pod, 'envoy').lifecycle = { preStop: { exec: { command: ['/custom'] } } };
-    const { result } = mutateOk(pod);
-    expect(result.warnings.filter((w) => w.includes('shutdown-manager') && !w.includes('NOT installed'))).toEqual([]);
+    const result = mutate(pod, defaultConfig());
+    expect(result).toMatchObject({ status: 'skipped', reason: 'drain-not-installed', patch: [] });
+    expect(result.warnings).toEqual([expect.stringMatching(/^container envoy: its preStop hook \(exec \["\/custom"\]\) is not a recognised shutdown-manager hook/)]);
   });
 
   test('delay and minimum drain that do not fit the deadline are shortened, and their sources say so', () => {
@@ -179,21 +218,54 @@ describe('Envoy Gateway: `envoy-gateway envoy shutdown` flags', () => {
 
   test('a --drain-timeout longer than the grace period allows does not extend the deadline', () => {
     const pod = envoyGatewayWithShutdown('--drain-timeout=3600s');
+    container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--ready-timeout=3610s'];
     const { flags, sources } = drain(pod);
     expect(flags.deadline).toBe(`${(pod.spec.terminationGracePeriodSeconds ?? 0) - 10}s`);
     expect(sources?.deadline.origin).toBe('grace-period');
     expect(sources?.deadline.detail).toContain('--drain-timeout=3600s of `envoy-gateway envoy shutdown`');
+    expect(sources?.deadline.detail).toContain('--ready-timeout=3610s of `envoy-gateway envoy shutdown-manager`');
   });
 
-  test('--health-check-failure-delay and the shutdown-manager\'s --ready-timeout have no equivalent: reported', () => {
-    const pod = envoyGatewayWithShutdown('--health-check-failure-delay=5s');
+  test('without --ready-timeout, its default (610s) bounded Envoy\'s wait for the sidecar, and so the drain', () => {
+    const { flags, sources } = drain(envoyGatewayWithShutdown('--drain-timeout=3600s'));
+    expect(flags.deadline).toBe('610s');
+    expect(sources?.deadline).toMatchObject({ origin: 'component-default' });
+    expect(sources?.deadline.detail).toMatch(/^Envoy Gateway v1\.5\.4 default of `envoy-gateway envoy shutdown-manager --ready-timeout` /);
+  });
+
+  test('flags left out take Envoy Gateway\'s defaults at its release: 60s drain timeout and 10s minimum from v1.2', () => {
+    const { flags, sources } = drain(envoyGatewayWithShutdown());
+    expect(flags).toMatchObject({ deadline: '60s', minDrain: '10s', minConnections: '0', poll: '1s', drainDelay: '0s' });
+    expect(sources?.minDrain.detail).toBe('Envoy Gateway v1.5.4 default of `envoy-gateway envoy shutdown --min-drain-duration` (5s from v1.0.0, 10s from v1.2.0)');
+  });
+
+  test.each([
+    ['Envoy shows --drain-time-s (rendered from v1.2 on)', true, ['60s', '10s'], 'v1.2.0 or later'],
+    ['Envoy shows no --drain-time-s (v1.0 and v1.1 render it only with a drain timeout)', false, ['600s', '5s'], 'v1.0.0 up to before v1.2.0'],
+  ])('a dev image (gateway-dev:latest) tells no release; the flags do: %s', (_title, drainTime, [deadline, minDrain], release) => {
+    const pod = envoyGatewayWithShutdown();
+    container(pod, 'shutdown-manager').image = 'docker.io/envoyproxy/gateway-dev:latest';
+    pod.spec.terminationGracePeriodSeconds = 900;
+    const envoy = container(pod, 'envoy');
+    if (!drainTime) envoy.args = (envoy.args ?? []).filter((arg) => !arg.startsWith('--drain-time-s'));
+    const { flags, result } = drain(pod);
+    expect({ deadline: flags.deadline, minDrain: flags.minDrain }).toEqual({ deadline, minDrain });
+    expect(result.timeline.replaces?.[0]).toMatchObject({ name: 'Envoy Gateway', release });
+  });
+
+  test('--health-check-failure-delay becomes the drain delay, taken out of the minimum Envoy Gateway counts from its start', () => {
+    const { flags, sources, warnings } = drain(envoyGatewayWithShutdown('--health-check-failure-delay=4s', '--min-drain-duration=15s'));
+    expect(flags).toMatchObject({ drainDelay: '4s', minDrain: '11s' });
+    expect(sources?.minDrain.detail).toContain('less the 4s drain delay, which Envoy Gateway counts in it');
+    expect(warnings.filter((w) => w.includes('health-check-failure-delay'))).toEqual([]);
+  });
+
+  test('the shutdown-manager\'s --ready-timeout bounds the deadline like the drain timeout', () => {
+    const pod = envoyGatewayWithShutdown('--drain-timeout=60s');
     container(pod, 'shutdown-manager').args = ['envoy', 'shutdown-manager', '--ready-timeout=40s'];
-    const { warnings } = drain(pod);
-    expect(warnings.filter((w) => w.includes('no drainguard equivalent'))).toEqual([
-      'container shutdown-manager: sidecar flag --health-check-failure-delay=5s dropped, no drainguard equivalent ' +
-        '(drainguard fails health checks before it drains listeners; the closest is the drainguard.io/drain-delay annotation)',
-      "container shutdown-manager: sidecar flag --ready-timeout=40s dropped, no drainguard equivalent (Envoy's preStop no longer waits on the sidecar)",
-    ]);
+    const { flags, sources } = drain(pod);
+    expect(flags.deadline).toBe('40s');
+    expect(sources?.deadline.detail).toMatch(/^--ready-timeout=40s of `envoy-gateway envoy shutdown-manager` \(container shutdown-manager\), shorter than/);
   });
 
   test('a second pass keeps the shorter deadline: drainguard\'s own hook bounds it', () => {

@@ -1,0 +1,299 @@
+/**
+ * What a replaced upstream shutdown component would have done where the pod gives it no flag: its
+ * compiled-in default at the release it runs, as read in its source (docs/upstream-shapes.md, sections
+ * 1-2, "Defaults by release"). drainguard keeps the effective behaviour of what it replaces, so a flag
+ * the pod does not show still means that release's default, never drainguard's own configuration.
+ *
+ * The release is read from the component's image tag (`ghcr.io/projectcontour/contour:v1.30.0`,
+ * Bitnami's `1.32.1-debian-12-r0`) or, where the tag does not tell (`latest`, a digest, a private tag),
+ * from flags that only some releases render. A default that differs between the releases the pod may
+ * run is not guessed: the configured value applies, with a warning naming the annotation to set.
+ */
+import type { Container, Pod } from '../k8s';
+import { flagValue } from './args';
+import { basename, imageName } from './detect';
+import type { CarriedSetting, CarriedValue } from './sidecar-drain';
+import type { UpstreamCommand, UpstreamProgram, UpstreamSubcommand } from './upstream-commands';
+
+/** A release number: `[major, minor, patch]`. */
+export type Version = readonly [number, number, number];
+
+/** The releases the pod may run, `from` included, `until` excluded (open when undefined), and how that is known. */
+export interface ReleaseRange {
+  from: Version;
+  until?: Version;
+  /** `image tag v1.30.0 of container shutdown-manager`. */
+  how: string;
+}
+
+interface Era {
+  from: Version;
+  value: number;
+}
+
+interface DefaultRule {
+  setting: CarriedSetting;
+  /** The flag whose default this is; undefined for behaviour no flag changes (Envoy Gateway polls every second). */
+  flag?: string;
+  /** Ascending; a release before the first era was not read, so its default is unknown. */
+  eras: readonly Era[];
+  /** Said instead of the eras' history. */
+  note?: string;
+}
+
+interface Component {
+  /** For messages: `Contour`, `Envoy Gateway`. */
+  name: string;
+  /** Image repository names (the last path segment) whose tag is this component's release. */
+  images: readonly string[];
+  /** The newest release whose source was read: `main` images are taken as newer than it. */
+  checkedUpTo: Version;
+  /** Whether a `main` image tag is the development branch after `checkedUpTo`. */
+  mainIsNewest: boolean;
+  rules: Readonly<Partial<Record<UpstreamSubcommand, readonly DefaultRule[]>>>;
+}
+
+const V = (major: number, minor: number, patch: number): Version => [major, minor, patch];
+
+/**
+ * Read at every release tag of each repository (docs/upstream-shapes.md lists them): Contour's
+ * `cmd/contour/shutdownmanager.go` (kingpin defaults and `newShutdownContext`), Envoy Gateway's
+ * `internal/cmd/envoy.go` and `internal/cmd/envoy/shutdown_manager.go`.
+ */
+const COMPONENTS: Readonly<Record<UpstreamProgram, Component>> = {
+  contour: {
+    name: 'Contour',
+    images: ['contour'],
+    checkedUpTo: V(1, 33, 6),
+    mainIsNewest: true,
+    rules: {
+      shutdown: [
+        { setting: 'drainDelaySeconds', flag: 'drain-delay', eras: [{ from: V(1, 10, 0), value: 0 }] },
+        { setting: 'minDrainSeconds', flag: 'check-delay', eras: [{ from: V(1, 10, 0), value: 60 }, { from: V(1, 22, 0), value: 0 }] },
+        { setting: 'pollIntervalSeconds', flag: 'check-interval', eras: [{ from: V(1, 10, 0), value: 5 }] },
+        { setting: 'minConnections', flag: 'min-open-connections', eras: [{ from: V(1, 10, 0), value: 0 }] },
+      ],
+    },
+  },
+  'envoy-gateway': {
+    name: 'Envoy Gateway',
+    images: ['gateway', 'gateway-dev'],
+    checkedUpTo: V(1, 9, 0),
+    // The dev image's `latest` is the default in every release's source, replaced by the release tag
+    // when it is built: in testdata and dev builds it says nothing about the release.
+    mainIsNewest: false,
+    rules: {
+      shutdown: [
+        { setting: 'drainTimeoutSeconds', flag: 'drain-timeout', eras: [{ from: V(1, 0, 0), value: 600 }, { from: V(1, 2, 0), value: 60 }] },
+        { setting: 'minDrainSeconds', flag: 'min-drain-duration', eras: [{ from: V(1, 0, 0), value: 5 }, { from: V(1, 2, 0), value: 10 }] },
+        { setting: 'minConnections', flag: 'exit-at-connections', eras: [{ from: V(1, 0, 0), value: 0 }] },
+        // --health-check-failure-delay (from v1.9) defaults to 0s; before it there is no delay at all.
+        {
+          setting: 'drainDelaySeconds',
+          flag: 'health-check-failure-delay',
+          eras: [{ from: V(1, 0, 0), value: 0 }],
+          note: 'no delay in any release; the flag exists from v1.9.0',
+        },
+        // `time.Sleep(1 * time.Second)` between two polls, in every release.
+        { setting: 'pollIntervalSeconds', eras: [{ from: V(1, 0, 0), value: 1 }], note: 'not a flag: it polls every second in every release' },
+      ],
+      'shutdown-manager': [{ setting: 'readyTimeoutSeconds', flag: 'ready-timeout', eras: [{ from: V(1, 0, 0), value: 610 }] }],
+    },
+  },
+};
+
+export function formatVersion(version: Version): string {
+  return `v${version.join('.')}`;
+}
+
+function compare(a: Version, b: Version): number {
+  return a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+}
+
+const RELEASE_TAG = /^v?(\d{1,4})\.(\d{1,4})\.(\d{1,6})(?![\d.])/;
+
+/** The tag of an image reference, without registry or digest; undefined when it has none. */
+function imageTag(image: string): string | undefined {
+  const withoutDigest = image.split('@')[0] ?? '';
+  const colon = withoutDigest.lastIndexOf(':');
+  return colon > withoutDigest.lastIndexOf('/') ? withoutDigest.slice(colon + 1) : undefined;
+}
+
+/** The release an image tag names: `v1.30.0`, Bitnami's `1.32.1-debian-12-r0`. */
+export function tagRelease(image: string): Version | undefined {
+  const match = RELEASE_TAG.exec(imageTag(image) ?? '');
+  return match ? V(Number(match[1]), Number(match[2]), Number(match[3])) : undefined;
+}
+
+/** The containers that run the component's program, `first` (the replaced command's) before the others. */
+function containersRunning(pod: Pod, program: UpstreamProgram, first: string): Container[] {
+  const runs = (container: Container) =>
+    [...(container.command ?? []), ...(container.args ?? [])].some((word) => typeof word === 'string' && basename(word) === program);
+  const all = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].filter(runs);
+  return [...all.filter((c) => c.name === first), ...all.filter((c) => c.name !== first)];
+}
+
+/** Envoy Gateway's releases as the flags it renders show them (proxy_args.go, resource.go at each tag). */
+function envoyGatewayRangeFromFlags(envoy: Container, commands: readonly UpstreamCommand[]): ReleaseRange | undefined {
+  const drainTimeout = commands.some((c) => c.program === 'envoy-gateway' && c.flags.some((f) => f.name === 'drain-timeout'));
+  if (drainTimeout) return undefined;
+  const drainTime = flagValue(envoy, ['--drain-time-s']) !== undefined;
+  return drainTime
+    ? { from: V(1, 2, 0), how: "Envoy has --drain-time-s and the shutdown-manager no --drain-timeout, which Envoy Gateway renders from v1.2.0 on" }
+    : { from: V(1, 0, 0), until: V(1, 2, 0), how: 'Envoy has no --drain-time-s and the shutdown-manager no --drain-timeout: Envoy Gateway v1.0 to v1.1 by default' };
+}
+
+/** Which releases of `program` the pod runs, or why that cannot be told. */
+export function componentRelease(
+  pod: Pod,
+  envoy: Container,
+  command: UpstreamCommand,
+  commands: readonly UpstreamCommand[],
+): { range: ReleaseRange } | { unknown: string } {
+  const { program } = command;
+  const component = COMPONENTS[program];
+  const seen: string[] = [];
+  for (const container of containersRunning(pod, program, command.containerName)) {
+    const image = container.image;
+    if (image === undefined || !component.images.includes(imageName(image) ?? '')) continue;
+    const version = tagRelease(image);
+    if (version !== undefined) return { range: { from: version, until: V(version[0], version[1], version[2] + 1), how: `the image tag of container ${container.name}` } };
+    if (component.mainIsNewest && imageTag(image) === 'main') {
+      return { range: { from: component.checkedUpTo, how: `image tag main of container ${container.name}: the development branch, after ${formatVersion(component.checkedUpTo)}` } };
+    }
+    seen.push(`${image} (container ${container.name})`);
+  }
+  if (program === 'envoy-gateway') {
+    const range = envoyGatewayRangeFromFlags(envoy, commands);
+    if (range !== undefined) return { range };
+  }
+  const images = seen.length > 0 ? `the image ${seen.join(', ')} has no release tag` : `no ${component.name} image with a release tag`;
+  return { unknown: images };
+}
+
+/** The value of `rule` over `range`, when every release in it has the same one. */
+function valueOver(rule: DefaultRule, range: ReleaseRange): number | undefined {
+  if (compare(range.from, rule.eras[0]!.from) < 0) return undefined;
+  let value: number | undefined;
+  for (const [index, era] of rule.eras.entries()) {
+    const next = rule.eras[index + 1];
+    const overlaps = (next === undefined || compare(range.from, next.from) < 0) && (range.until === undefined || compare(era.from, range.until) < 0);
+    if (!overlaps) continue;
+    if (value !== undefined && value !== era.value) return undefined;
+    value = era.value;
+  }
+  return value;
+}
+
+/** `60s from v1.10.0, 0s from v1.22.0`: a rule's history, for messages. */
+function history(rule: DefaultRule, unit: string): string {
+  if (rule.note !== undefined) return rule.note;
+  if (rule.eras.length === 1) return `the same in every release from ${formatVersion(rule.eras[0]!.from)}`;
+  return rule.eras.map((era) => `${era.value}${unit} from ${formatVersion(era.from)}`).join(', ');
+}
+
+/** `v1.30.0`, `v1.2.0 or later`, `v1.0.0 up to before v1.2.0`. */
+export function describeRange(range: ReleaseRange): string {
+  const [major, minor, patch] = range.from;
+  if (range.until === undefined) return `${formatVersion(range.from)} or later`;
+  if (compare(range.until, V(major, minor, patch + 1)) === 0) return formatVersion(range.from);
+  return `${formatVersion(range.from)} up to before ${formatVersion(range.until)}`;
+}
+
+const UNITS: Readonly<Record<CarriedSetting, string>> = {
+  drainDelaySeconds: 's',
+  minDrainSeconds: 's',
+  pollIntervalSeconds: 's',
+  minConnections: '',
+  drainTimeoutSeconds: 's',
+  readyTimeoutSeconds: 's',
+};
+
+function commandWords(program: UpstreamProgram, subcommand: UpstreamSubcommand): string {
+  return subcommand === 'bootstrap' ? `${program} bootstrap` : `${program} envoy ${subcommand}`;
+}
+
+/** A default that differs between the releases the pod may run, so that it cannot be kept. */
+export interface UndeterminedDefault {
+  setting: CarriedSetting;
+  container: string;
+  /** `` `contour envoy shutdown --check-delay` `` */
+  what: string;
+  /** `60s from v1.10.0, 0s from v1.22.0` */
+  history: string;
+  /** `its release cannot be told: the image … has no release tag` */
+  why: string;
+}
+
+/** A replaced component and the release drainguard read its defaults for (`--explain`). */
+export interface ComponentRelease {
+  /** `Contour`, `Envoy Gateway`. */
+  name: string;
+  /** `v1.30.0`, `v1.2.0 or later`, `release unknown`. */
+  release: string;
+  /** How the release was told, or why it cannot be. */
+  how: string;
+}
+
+export interface ComponentDefaults {
+  values: Partial<Record<CarriedSetting, CarriedValue>>;
+  undetermined: UndeterminedDefault[];
+  releases: ComponentRelease[];
+}
+
+/**
+ * The defaults of the settings `commands` (the replaced ones) do not give by flag. `given` holds the
+ * settings already carried from flags: those need no default.
+ */
+export function componentDefaults(
+  pod: Pod,
+  envoy: Container,
+  commands: readonly UpstreamCommand[],
+  given: ReadonlySet<CarriedSetting>,
+): ComponentDefaults {
+  const values: ComponentDefaults['values'] = {};
+  const undetermined: UndeterminedDefault[] = [];
+  const found: ComponentRelease[] = [];
+  const releases = new Map<UpstreamProgram, ReturnType<typeof componentRelease>>();
+  for (const command of commands) {
+    const component = COMPONENTS[command.program];
+    const rules = component.rules[command.subcommand] ?? [];
+    if (rules.length === 0) continue;
+    let release = releases.get(command.program);
+    if (release === undefined) {
+      release = componentRelease(pod, envoy, command, commands);
+      releases.set(command.program, release);
+      found.push(
+        'range' in release
+          ? { name: component.name, release: describeRange(release.range), how: release.range.how }
+          : { name: component.name, release: 'release unknown', how: release.unknown },
+      );
+    }
+    const words = commandWords(command.program, command.subcommand);
+    for (const rule of rules) {
+      // A flag given but unreadable is ignored (with a warning): the default stands for it.
+      if (given.has(rule.setting) || values[rule.setting] !== undefined) continue;
+      const what = rule.flag === undefined ? `\`${words}\`` : `\`${words} --${rule.flag}\``;
+      const unit = UNITS[rule.setting];
+      // A release that cannot be told may be any release read: a default they all share still holds.
+      const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
+      const value = valueOver(rule, range);
+      if (value === undefined) {
+        const why = 'range' in release ? `it differs between the releases the pod may run (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
+        if (!undetermined.some((u) => u.setting === rule.setting)) {
+          undetermined.push({ setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why });
+        }
+        continue;
+      }
+      const releaseText = 'range' in release ? describeRange(range) : '(any release)';
+      values[rule.setting] = {
+        value,
+        from: `${component.name} ${releaseText} default of ${what} (${history(rule, unit)})`,
+        adjustments: [],
+        origin: 'component-default',
+        countsFromStart: command.program === 'envoy-gateway',
+      };
+    }
+  }
+  return { values, undetermined, releases: found };
+}
