@@ -426,9 +426,7 @@ class SplicePass {
     if (isMap(old) && !old.flow && isPlainObject(value) && old.items.some((pair) => Object.hasOwn(value, keyText(pair)))) {
       return this.mergeMap(old, value);
     }
-    if (isSeq(old) && !old.flow && Array.isArray(value) && value.length === old.items.length) {
-      return old.items.flatMap((_, index) => this.replaceValue({ kind: 'item', seq: old, index }, value[index]));
-    }
+    if (isSeq(old) && !old.flow && Array.isArray(value) && old.items.length > 0 && value.length > 0) return this.mergeSeq(old, value);
     if (isScalar(old) && !isBlockScalar(old) && (value === null || typeof value !== 'object')) {
       const [start, end] = this.source.range(old);
       const rendered = this.render('item', undefined, value);
@@ -438,6 +436,33 @@ class SplicePass {
       }
     }
     return this.replaceEntry(entry, value);
+  }
+
+  /**
+   * A list replaced by another: the items both begin and end with keep their text (a long string folded
+   * over several lines stays as it is when a neighbour changes); between them, items are replaced in
+   * place pairwise, and the rest are removed or inserted. Linear: one pass from each end.
+   */
+  private mergeSeq(old: YAMLSeq, value: readonly unknown[]): TextEdit[] {
+    const same = (index: number, item: unknown) => {
+      const node = old.items[index];
+      return isNode(node) && !isAlias(node) && isDeepStrictEqual(toPlainJson(node.toJS(this.document)), toPlainJson(item));
+    };
+    const shortest = Math.min(old.items.length, value.length);
+    let head = 0;
+    while (head < shortest && same(head, value[head])) head++;
+    let tail = 0;
+    while (tail < shortest - head && same(old.items.length - 1 - tail, value[value.length - 1 - tail])) tail++;
+    const oldMiddle = old.items.length - head - tail;
+    const newMiddle = value.length - head - tail;
+    const paired = Math.min(oldMiddle, newMiddle);
+    const edits: TextEdit[] = [];
+    for (let k = 0; k < paired; k++) edits.push(...this.replaceValue({ kind: 'item', seq: old, index: head + k }, value[head + k]));
+    for (let k = paired; k < oldMiddle; k++) edits.push(...this.removeItem(old, head + k));
+    // New items go before the first item kept at the end (or after the last item when none is).
+    const before = head + oldMiddle;
+    for (let k = paired; k < newMiddle; k++) edits.push(...this.insertItem(old, before, value[head + k]));
+    return edits;
   }
 
   private mergeMap(old: YAMLMap, value: Record<string, unknown>): TextEdit[] {

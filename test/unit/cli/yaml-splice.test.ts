@@ -43,6 +43,25 @@ describe('splicing a patch into the text', () => {
     expect(out).toBe('metadata:\n  labels:\n    app: envoy\n    # tier: edge\n  annotations:\n    a: b\n  # about spec\nspec:\n  containers: []\n');
   });
 
+  test.each([
+    ['one more item at the end', ['/bin/sh', '-ec', 'LONG', 'x', 'y']],
+    ['one more item in the middle', ['/bin/sh', 'x', '-ec', 'LONG', 'x']],
+    ['an item fewer', ['-ec', 'LONG', 'x']],
+    ['a changed neighbour and one more', ['/bin/bash', '-ec', 'LONG', 'x', 'z']],
+  ])('a list replaced by a longer or shorter one keeps the text of the items that stay (%s)', (_title, items) => {
+    // kubectl folds a long double-quoted string over several lines; an unchanged neighbour keeps that.
+    const long = 'consul-k8s-control-plane connect-init -pod-name=${POD_NAME} -pod-namespace=${POD_NAMESPACE} \\\n\t-gateway-kind="api-gateway"';
+    const text =
+      'metadata: {}\nspec:\n  command:\n  - /bin/sh\n  - -ec\n' +
+      '  - "consul-k8s-control-plane connect-init -pod-name=${POD_NAME} -pod-namespace=${POD_NAMESPACE}\n' +
+      '    \\\\\\n\\t-gateway-kind=\\"api-gateway\\""\n  - x\n';
+    expect((parse(text) as { spec: { command: string[] } }).spec.command[2]).toBe(long);
+    const value = items.map((item) => (item === 'LONG' ? long : item));
+    const out = expectSpliced(text, patchRoot(text, [{ op: 'replace', path: '/spec/command', value }]));
+    expect(out).toContain('  - "consul-k8s-control-plane connect-init -pod-name=${POD_NAME} -pod-namespace=${POD_NAMESPACE}\n    \\\\\\n');
+    expect((parse(out) as { spec: { command: string[] } }).spec.command).toEqual(value);
+  });
+
   test('a replaced scalar is rewritten in place; the comment after it stays, also after a tab', () => {
     const text = 'metadata: {}\nspec:\n  port: 8090\t# the old port\n  name: x   # keep\n';
     const out = expectSpliced(text, patchRoot(text, [{ op: 'replace', path: '/spec/port', value: 8091 }]));
