@@ -152,7 +152,8 @@ export function componentRelease(
 ): { range: ReleaseRange } | { unknown: string } {
   const { program } = command;
   const component = COMPONENTS[program];
-  const seen: string[] = [];
+  // Image → the containers that run it without a release tag.
+  const seen = new Map<string, string[]>();
   for (const container of containersRunning(pod, program, command.containerName)) {
     const image = container.image;
     if (image === undefined || !component.images.includes(imageName(image) ?? '')) continue;
@@ -161,13 +162,17 @@ export function componentRelease(
     if (component.mainIsNewest && imageTag(image) === 'main') {
       return { range: { from: component.checkedUpTo, how: `image tag main of container ${container.name}: the development branch, after ${formatVersion(component.checkedUpTo)}` } };
     }
-    seen.push(`${image} (container ${container.name})`);
+    seen.set(image, [...(seen.get(image) ?? []), container.name]);
   }
   if (program === 'envoy-gateway') {
     const range = envoyGatewayRangeFromFlags(envoy, commands);
     if (range !== undefined) return { range };
   }
-  const images = seen.length > 0 ? `the image ${seen.join(', ')} has no release tag` : `no ${component.name} image with a release tag`;
+  const described = [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
+  const images =
+    described.length === 0
+      ? `no ${component.name} image with a release tag`
+      : `the image${described.length > 1 ? 's' : ''} ${described.join(', ')} ${described.length > 1 ? 'have' : 'has'} no release tag`;
   return { unknown: images };
 }
 

@@ -68,6 +68,8 @@ describe('findEnvoy: identity by evidence, never by name alone', () => {
     [{ name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', args: ['proxy', 'router'] }, "Istio's pilot-agent"],
     [{ name: 'higress-gateway', image: 'higress-registry.example/higress/gateway:2.0', args: ['proxy', 'router', '--domain'] }, "Istio's pilot-agent"],
     [{ name: 'cilium-envoy', image: 'quay.io/cilium/cilium-envoy:v1.31', command: ['/usr/bin/cilium-envoy-starter'] }, 'cilium-envoy'],
+    // Cilium's chart (install/kubernetes/cilium/templates/cilium-envoy/daemonset.yaml): Cilium's own Envoy build.
+    [{ name: 'cilium-envoy', image: 'mirror.example/cilium-envoy:v1.34', command: ['/usr/bin/cilium-envoy'], args: ['-c /var/run/cilium/envoy/bootstrap-config.json'] }, 'cilium-envoy'],
     [{ name: 'kgateway-proxy', image: 'cr.kgateway.dev/kgateway-dev/envoy-wrapper:v2.0.0' }, 'envoyinit (Gloo, kgateway)'],
   ])('%j runs Envoy under %s: never drainguard\'s', (container, supervisor) => {
     const found = find([container]);
