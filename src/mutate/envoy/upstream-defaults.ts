@@ -226,7 +226,7 @@ export interface UndeterminedDefault {
   what: string;
   /** `60s from v1.10.0, 0s from v1.22.0` */
   history: string;
-  /** `its release cannot be told: the image … has no release tag` */
+  /** `its release cannot be told: the image … has no release tag`, after "depends on the release, and" */
   why: string;
 }
 
@@ -284,7 +284,7 @@ export function componentDefaults(
       const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
       const value = valueOver(rule, range);
       if (value === undefined) {
-        const why = 'range' in release ? `it differs between the releases the pod may run (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
+        const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
         if (!undetermined.some((u) => u.setting === rule.setting)) {
           undetermined.push({ setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why });
         }

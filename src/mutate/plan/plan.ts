@@ -121,18 +121,24 @@ function drainRecordPath(envoy: Container): { path?: string; warning?: string } 
   };
 }
 
-/** What applies instead of a component default that cannot be told, and the annotation that sets it. */
+/**
+ * What applies instead of a component default that cannot be told, and the annotation that sets it:
+ * first in the warning, which the API server cuts after 256 characters.
+ */
 const FALLBACKS: Readonly<Record<CarriedSetting, string>> = {
-  drainDelaySeconds: "drainguard's drain.drainDelaySeconds applies (the drainguard.io/drain-delay annotation sets it)",
-  minDrainSeconds: "drainguard's drain.minDrainSeconds applies (the drainguard.io/min-drain annotation sets it)",
-  minConnections: "drainguard's drain.minConnections applies (the drainguard.io/min-connections annotation sets it)",
-  pollIntervalSeconds: "drainguard's drain.pollIntervalSeconds applies",
+  drainDelaySeconds: "the drain delay is drainguard's drain.drainDelaySeconds (set drainguard.io/drain-delay to choose)",
+  minDrainSeconds: "the minimum drain is drainguard's drain.minDrainSeconds (set drainguard.io/min-drain to choose)",
+  minConnections: "the connection threshold is drainguard's drain.minConnections (set drainguard.io/min-connections to choose)",
+  pollIntervalSeconds: "the poll interval is drainguard's drain.pollIntervalSeconds",
   drainTimeoutSeconds: 'the drain deadline follows the grace period alone',
   readyTimeoutSeconds: 'the drain deadline follows the grace period alone',
 };
 
 function undeterminedWarning(undetermined: UndeterminedDefault): string {
-  return `container ${undetermined.container}: the default of ${undetermined.what} is ${undetermined.history}, and ${undetermined.why}; ${FALLBACKS[undetermined.setting]}`;
+  return (
+    `container ${undetermined.container}: ${FALLBACKS[undetermined.setting]}: the default of ${undetermined.what} ` +
+    `(${undetermined.history}) depends on the release, and ${undetermined.why}`
+  );
 }
 
 /** Whether a setting is decided before any default: by its annotation, or by drainguard's earlier hook. */
