@@ -10,7 +10,7 @@ import type { PatchOperation } from '../../src/mutate/patch/builder';
 import { cloneJson, jsonEqual } from '../../src/mutate/patch/json';
 import { PatchVerificationError, verifyPatch } from '../../src/mutate/patch/verify';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
-import { validPodCase } from '../../bench/lib/pod-arbitrary';
+import { validPodCase } from '../support/generators/pod-arbitrary';
 
 const RUNS = Number(process.env.RUNS ?? 400);
 
