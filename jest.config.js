@@ -1,16 +1,53 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two jest projects ("lanes"), one run. `npm test` runs both (what CI runs); `npm run test:unit` runs
+ * only the first, which needs nothing but `npm ci`: no root, no C toolchain, no built drain program.
+ * A project's globalSetup runs only when the run holds at least one of that project's tests, so the
+ * drain executables are built only for the suites that execute them.
+ *
+ * Which folder goes in which lane is decided here, once; test/unit/test-lanes.test.ts checks that every
+ * test file is in exactly one lane and that nothing in the unit lane reaches the modules that hand out
+ * the drain executables or need root (docs/development.md, "Tests").
+ */
+
+/** Options every project shares (jest does not pass top-level project options down to projects). */
+const project = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  // Builds dist/ and dist/envoy-shutdown once, before any worker: end-to-end suites run them as processes.
-  globalSetup: '<rootDir>/test/global-setup.ts',
   testMatch: ['**/*.test.ts'],
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   transform: {
     // Type checking happens once in `npm run typecheck`; with `isolatedModules` in tsconfig.json ts-jest
     // transpiles file by file, which keeps jest fast.
     '^.+\\.ts$': 'ts-jest',
   },
+  testTimeout: 30000,
+};
+
+/** Each lane's test folders. */
+const LANES = {
+  // Pure code and the built CLI (`npm run build`, plain tsc): unit, property and golden suites.
+  unit: ['test/unit', 'test/property', 'test/golden'],
+  // Real processes, sockets, helm, chroots, the drain program natively and under qemu-user.
+  system: ['test/integration', 'test/e2e'],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    {
+      ...project,
+      displayName: 'unit',
+      roots: LANES.unit.map((folder) => `<rootDir>/${folder}`),
+      // Builds dist/ (tsc only) for the golden suite's `drainguard inject` processes.
+      globalSetup: '<rootDir>/test/global-setup-unit.ts',
+    },
+    {
+      ...project,
+      displayName: 'system',
+      roots: LANES.system.map((folder) => `<rootDir>/${folder}`),
+      // Builds dist/ and both drain executables (needs the toolchain), once, before any worker.
+      globalSetup: '<rootDir>/test/global-setup.ts',
+    },
+  ],
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   // 2-core machines: the e2e suites spawn processes of their own.
   maxWorkers: 2,
   testTimeout: 30000,

@@ -12,8 +12,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { decideAdmission } from '../src/admission';
 import { defaultConfig } from '../src/config';
-import { podWithContent, type ContentKind } from './lib/pod-content';
-import { reviewBody } from './lib/review';
+import { podWithContent, type ContentKind } from '../test/support/generators/pod-content';
+import { reviewBody } from '../test/support/generators/review';
 import { quantile } from './lib/stats';
 
 export interface GrowthWorkerInput {

@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { GrowthMessage, GrowthPoint, GrowthWorkerInput } from './growth-worker';
-import { CONTENT_DESCRIPTIONS, CONTENT_KINDS, type ContentKind } from './lib/pod-content';
+import { CONTENT_DESCRIPTIONS, CONTENT_KINDS, type ContentKind } from '../test/support/generators/pod-content';
 
 export interface GrowthSettings {
   sizesKiB: number[];

@@ -7,9 +7,9 @@
  */
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { pacedLoad, type PacedLoadResult } from './lib/paced-load';
-import { contourPod } from './lib/pods';
+import { contourPod } from '../test/support/generators/pods';
 import { readMemory } from './lib/processes';
-import { reviewBody } from './lib/review';
+import { reviewBody } from '../test/support/generators/review';
 import { beginSection, progress } from './lib/results';
 import { startDrainguard } from './lib/servers';
 import { table } from './lib/stats';

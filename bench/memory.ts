@@ -20,8 +20,8 @@ import { describeHealthz, startHealthzProbe, type HealthzFigures } from './fuzz/
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { describeMachine } from './lib/machine';
-import { CONTENT_KINDS, largeReviewBody } from './lib/pod-content';
-import { repoPath } from './lib/pods';
+import { CONTENT_KINDS, largeReviewBody } from '../test/support/generators/pod-content';
+import { repoPath } from '../test/support/repo';
 import { spawnTracked, stopProcess, waitForFileLine } from './lib/processes';
 import { currentLoad, progress } from './lib/results';
 import { table } from './lib/stats';

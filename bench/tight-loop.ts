@@ -15,8 +15,8 @@ import { verifyPatch } from '../src/mutate/patch/verify';
 import { readOverrides } from '../src/mutate/plan/annotations';
 import { makePlan } from '../src/mutate/plan/plan';
 import { applySteps } from '../src/mutate/steps';
-import { contourPod, inflatedPod } from './lib/pods';
-import { reviewBody } from './lib/review';
+import { contourPod, inflatedPod } from '../test/support/generators/pods';
+import { reviewBody } from '../test/support/generators/review';
 import { quantile } from './lib/stats';
 
 export interface CallTiming {

@@ -1,6 +1,10 @@
-import { buildAll } from './support/build';
+import { buildDist } from './support/build';
+import { buildShutdownIfStale, ensureShutdownToolchain } from './support/drain-executables';
 
-/** Runs once before any test worker: builds what the end-to-end suites execute. */
+/** The system project's: runs once before any of its workers and builds what its suites execute. */
 export default function globalSetup(): void {
-  buildAll((line) => process.stderr.write(`\n[global-setup] ${line}\n`));
+  const log = (line: string) => process.stderr.write(`\n[global-setup] ${line}\n`);
+  buildDist(log);
+  ensureShutdownToolchain(log);
+  buildShutdownIfStale(log);
 }

@@ -10,9 +10,9 @@
  */
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { validPodCase } from '../lib/pod-arbitrary';
-import { admissionReview } from '../lib/review';
-import { CONTENT_KINDS, largeReviewBody } from '../lib/pod-content';
+import { validPodCase } from '../../test/support/generators/pod-arbitrary';
+import { admissionReview } from '../../test/support/generators/review';
+import { CONTENT_KINDS, largeReviewBody } from '../../test/support/generators/pod-content';
 import { validatePod, type Container, type Pod } from '../../src/mutate';
 import type { SentRequest } from '../lib/https-client';
 
@@ -55,7 +55,7 @@ function reviewCase(cls: CaseClass, review: ReturnType<typeof admissionReview>, 
 
 const apiVersion = fc.constantFrom('admission.k8s.io/v1', 'admission.k8s.io/v1', 'admission.k8s.io/v1beta1');
 
-/** Valid pods from the property tests' generator (bench/lib/pod-arbitrary.ts). */
+/** Valid pods from the property tests' generator (test/support/generators/pod-arbitrary.ts). */
 function generatedValid(count: number, seed: number): FuzzCase[] {
   return fc
     .sample(fc.tuple(validPodCase, apiVersion, fc.boolean()), { numRuns: count, seed })
@@ -293,7 +293,7 @@ function hugeCases(validReview: unknown): FuzzCase[] {
 }
 
 /**
- * Reviews of ~3 MiB, `perKind` of each kind of pod content (bench/lib/pod-content.ts).
+ * Reviews of ~3 MiB, `perKind` of each kind of pod content (test/support/generators/pod-content.ts).
  * Only the envelope is checked (200, uid echoed, allowed, no internal error): computing the core's own
  * answer for each here would cost what the server's decision costs.
  */

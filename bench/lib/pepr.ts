@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startKubeApiStub, type KubeApiStub } from './kube-api-stub';
 import { spawnTracked, stopProcess } from './processes';
-import { repoPath } from './repo';
+import { repoPath } from '../../test/support/repo';
 import type { BenchCertificates } from './tls';
 
 export const PEPR_DIR = repoPath('bench', 'pepr');

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { loadavg } from 'node:os';
 import { describeMachine, type MachineInfo } from './machine';
-import { repoPath } from './pods';
+import { repoPath } from '../../test/support/repo';
 
 export type SectionName = 'bench' | 'load' | 'fuzz';
 

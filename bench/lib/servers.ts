@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startPepr } from './pepr';
 import type { StubCall } from './kube-api-stub';
 import { discardOutput, spawnTracked, stopProcess, waitForFileLine, waitForLine } from './processes';
-import { repoPath } from './repo';
+import { repoPath } from '../../test/support/repo';
 import type { BenchCertificates } from './tls';
 
 export type ServerKind = 'drainguard' | 'decision-only' | 'express-fixed' | 'pepr';

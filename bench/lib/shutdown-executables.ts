@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
-import { repoPath } from './repo';
+import { repoPath } from '../../test/support/repo';
 
 /** What the benchmark uses of src/shutdown/build/toolchain.mjs (a plain ES module, no types). */
 interface Toolchain {

@@ -24,7 +24,7 @@ import { defaultConfig } from '../../src/config';
 import type { Pod } from '../../src/mutate/k8s';
 import { buildCli, drainguard } from '../e2e/cli/run-cli';
 import { admissionReview } from '../integration/server/webhook-test-kit';
-import { REPO_ROOT } from '../support/build';
+import { REPO_ROOT } from '../support/repo';
 import { applyIndependently } from '../support/independent-patch';
 import { podSchemaProblems } from '../support/pod-schema';
 import {

@@ -8,7 +8,7 @@ import { applyIndependently, jsonCopy } from '../support/independent-patch';
 import { mutate, PROTECTED_LABEL, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/plan/annotations';
 import { findEnvoy, findShutdownManagers } from '../../src/mutate/envoy/detect';
-import { validPodCase, type GeneratedCase } from '../../bench/lib/pod-arbitrary';
+import { validPodCase, type GeneratedCase } from '../support/generators/pod-arbitrary';
 
 const RUNS = 300;
 const STATUS = 'drainguard.io/status';

@@ -7,10 +7,9 @@ import fc from 'fast-check';
 import { applyPatch } from 'fast-json-patch';
 import { mutate, validatePod, type Pod } from '../../src/mutate';
 import type { PatchOperation } from '../../src/mutate/patch/builder';
-import { cloneJson, jsonEqual } from '../../src/mutate/patch/json';
 import { PatchVerificationError, verifyPatch } from '../../src/mutate/patch/verify';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
-import { validPodCase } from '../../bench/lib/pod-arbitrary';
+import { validPodCase } from '../support/generators/pod-arbitrary';
 
 const RUNS = Number(process.env.RUNS ?? 400);
 
@@ -32,19 +31,32 @@ function verdictOf(verify: () => void): Verdict {
   }
 }
 
+/** JSON text with every object's keys sorted: equal for equal JSON values, whatever their key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
+}
+
 /**
- * The verification as drainguard made it before the structural copy: a deep copy of the input,
- * fast-json-patch's validating applyPatch on it, deep equality, validation. Kept here while the
- * structural copy replaces it, to compare their verdicts.
+ * The reference verification, an oracle independent of src/mutate/patch: the plainest form of what
+ * verifyPatch must decide. Copy the whole pod as JSON, apply the patch with fast-json-patch's own
+ * validating `applyPatch` (verifyPatch re-implements those validation rules by hand, `isDigits`,
+ * `hasUndefined`, `checkAndOwnPath`, so that it can copy only the paths it touches), compare as
+ * canonical JSON text, then validate. It shares nothing with verifyPatch but validatePod, the rule
+ * book both apply by definition (tested on its own in test/unit/mutate/validate-pod.test.ts). The
+ * property below asks the fast verification for this one's verdict on every tampered patch.
  */
-function deepCopyVerification(input: Pod, patch: readonly PatchOperation[], expected: Pod): void {
+function referenceVerification(input: Pod, patch: readonly PatchOperation[], expected: Pod): void {
   let patched: Pod;
   try {
-    patched = applyPatch(cloneJson(input), cloneJson(patch as PatchOperation[]), true, true).newDocument;
+    patched = applyPatch(jsonCopy(input), jsonCopy(patch as PatchOperation[]), true, true).newDocument;
   } catch (error) {
     throw new PatchVerificationError(`drainguard bug: the patch does not apply: ${(error as Error).message}`);
   }
-  if (!jsonEqual(patched, expected)) throw new PatchVerificationError('drainguard bug: the patch does not produce the pod drainguard computed');
+  if (canonicalJson(patched) !== canonicalJson(expected)) throw new PatchVerificationError('drainguard bug: the patch does not produce the pod drainguard computed');
   const after = validatePod(patched);
   if (after.length === 0) return;
   const before = new Set(validatePod(input));
@@ -252,7 +264,7 @@ function expectations(pod: Pod, patch: readonly PatchOperation[], tampered: unkn
 }
 
 describe('the patch verification over tampered patches', () => {
-  test('gives the verdict of the deep-copy verification for every tampered patch, and touches neither the pod nor the patch', () => {
+  test('gives the verdict of the reference verification for every tampered patch, and touches neither the pod nor the patch', () => {
     fc.assert(
       fc.property(mutatedCase, tamperPlan, ({ pod, result }, plan) => {
         const tampered = tamper(result.patch, plan, pod);
@@ -263,12 +275,13 @@ describe('the patch verification over tampered patches', () => {
           expect(JSON.stringify(pod)).toBe(podBefore);
           expect(JSON.stringify(tampered)).toBe(patchBefore);
           if (plan.how === 'value-with-undefined' || (tampered as PatchOperation[]).some((op) => op.path === '')) {
-            // Refused before applying: the deep copy dropped `undefined` (fast-json-patch's validator
-            // refuses it), and replaced the whole pod with an operation's value (drainguard never does).
+            // Refused before applying, where the reference's JSON copy would hide the fault: it drops
+            // `undefined` (which fast-json-patch's validator refuses), and fast-json-patch lets an
+            // operation on "" replace the whole pod (drainguard never writes one).
             expect(verdict).toBe('does not apply');
             continue;
           }
-          expect({ how: plan.how, verdict }).toEqual({ how: plan.how, verdict: verdictOf(() => deepCopyVerification(pod, tampered as PatchOperation[], expected)) });
+          expect({ how: plan.how, verdict }).toEqual({ how: plan.how, verdict: verdictOf(() => referenceVerification(pod, tampered as PatchOperation[], expected)) });
         }
       }),
       { numRuns: RUNS },

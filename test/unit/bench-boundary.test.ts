@@ -1,36 +1,61 @@
 /**
- * Benchmarks stand apart from the tests: a test may import bench/lib's input generators (the pods and
- * reviews both send), but nothing the benchmark build compiles comes from test/, so a change to a test
- * helper never changes what a benchmark measures.
+ * Tests and benchmarks point one way: the input generators both send (fixture pods, the AdmissionReview
+ * envelope, pods grown with one kind of content, the fast-check pod generator) live with the tests'
+ * support code in test/support/generators/, and a benchmark may import them; nothing in test/ imports
+ * from bench/, so a change to a benchmark never changes what a test checks.
  */
-import { readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
-import { repoPath } from '../support/build';
+import { importGraph } from '../support/import-graph';
+import { repoPath } from '../support/repo';
 
-const TEST_DIR = repoPath('test');
-const inTests = (path: string) => path.startsWith(`${TEST_DIR}/`);
+/** What the benchmark build may compile from test/: the generators and the repository paths they use. */
+const SHARED_WITH_BENCHMARKS = [/^test\/support\/generators\/[^/]+\.ts$/, /^test\/support\/repo\.ts$/];
 
-/** The files `tsc -p tsconfig.bench.json` starts from (its include and exclude applied). */
+/** Every repository file `tsc -p tsconfig.bench.json` compiles: its include and exclude applied, then all they import. */
 function benchBuildFiles(): string[] {
   const configPath = repoPath('tsconfig.bench.json');
   const { config, error } = ts.readConfigFile(configPath, (path) => readFileSync(path, 'utf8'));
   if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
-  return ts.parseJsonConfigFileContent(config, ts.sys, dirname(configPath)).fileNames.map((file) => resolve(file));
-}
-
-test('the benchmark build includes no test file, and does include the benchmarks', () => {
-  const files = benchBuildFiles();
-  expect(files).toContain(repoPath('bench/shutdown.ts'));
-  expect(files.filter(inTests).map((file) => relative(repoPath(), file))).toEqual([]);
-});
-
-test('no file of the benchmark build imports from test/', () => {
-  const intoTests: string[] = [];
-  for (const file of benchBuildFiles()) {
+  const pending = ts.parseJsonConfigFileContent(config, ts.sys, dirname(configPath)).fileNames.map((file) => resolve(file));
+  const seen = new Set<string>();
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
     for (const { fileName } of ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles) {
-      if (fileName.startsWith('.') && inTests(resolve(dirname(file), fileName))) intoTests.push(`${relative(repoPath(), file)}: ${fileName}`);
+      if (!fileName.startsWith('.')) continue;
+      const base = resolve(dirname(file), fileName);
+      const target = [`${base}.ts`, join(base, 'index.ts'), base].find((candidate) => existsSync(candidate) && statSync(candidate).isFile());
+      if (target === undefined) throw new Error(`${relative(repoPath(), file)}: cannot resolve ${fileName}`);
+      pending.push(target);
     }
   }
-  expect(intoTests).toEqual([]);
+  return [...seen].map((file) => relative(repoPath(), file));
+}
+
+test('the benchmark build compiles the benchmarks and, from test/, only the shared generators', () => {
+  const files = benchBuildFiles();
+  expect(files).toContain('bench/shutdown.ts');
+  expect(files).toContain('test/support/generators/pod-arbitrary.ts');
+  const fromTests = files.filter((file) => file.startsWith('test/'));
+  expect(fromTests.filter((file) => !SHARED_WITH_BENCHMARKS.some((allowed) => allowed.test(file)))).toEqual([]);
+});
+
+/** `from/…: specifier` for every relative import of a file under `from` that lands under `into`. */
+function crossings(from: string, into: string): string[] {
+  const graph = importGraph(repoPath(from));
+  return [...graph.specifiers].flatMap(([file, specifiers]) =>
+    specifiers
+      .filter((specifier) => specifier.startsWith('.') && relative(repoPath(), resolve(repoPath(from, dirname(file)), specifier)).startsWith(`${into}/`))
+      .map((specifier) => `${from}/${file}: ${specifier}`),
+  );
+}
+
+test('nothing in test/ imports from bench/', () => {
+  expect(crossings('test', 'bench')).toEqual([]);
+});
+
+test('benchmarks do import the generators from test/support (so the check above sees crossings)', () => {
+  expect(crossings('bench', 'test')).toContain('bench/fuzz/cases.ts: ../../test/support/generators/pod-arbitrary');
 });

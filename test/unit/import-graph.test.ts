@@ -4,7 +4,7 @@
  * still ties two modules together. The drain contract imports nothing at all, because it is
  * bundled into the drain program as it is.
  */
-import { repoPath } from '../support/build';
+import { repoPath } from '../support/repo';
 import { arrowCount, directoryGraph, findCycles, importGraph } from '../support/import-graph';
 
 const graph = importGraph(repoPath('src'));

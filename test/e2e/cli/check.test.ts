@@ -8,7 +8,8 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { CheckReport } from '../../../src/check/report';
-import { assertBuilt, CLI_MAIN, NODE, REPO_ROOT } from '../../support/build';
+import { NODE, REPO_ROOT } from '../../support/repo';
+import { assertDistBuilt, CLI_MAIN } from '../../support/build';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { temporaryDirectory } from '../../integration/server/webhook-test-kit';
 import { installDrainguard, namespace, OPT_IN, pod, templates } from '../../integration/check/cluster-scenario';
@@ -55,7 +56,7 @@ const directory = temporaryDirectory();
 let double: KubeApiDouble;
 let kubeconfig: string;
 
-beforeAll(() => assertBuilt());
+beforeAll(() => assertDistBuilt());
 afterAll(() => directory.remove());
 beforeEach(async () => {
   double = await KubeApiDouble.start();

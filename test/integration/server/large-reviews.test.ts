@@ -11,7 +11,7 @@ import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
 import type { WebhookServer } from '../../../src/server/webhook-server';
-import { CONTENT_KINDS, largeReviewBody } from '../../../bench/lib/pod-content';
+import { CONTENT_KINDS, largeReviewBody } from '../../support/generators/pod-content';
 import { startTestServer } from './test-server';
 import { httpsRequest, temporaryDirectory } from './webhook-test-kit';
 

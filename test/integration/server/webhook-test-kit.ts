@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import pino from 'pino';
 
-import { REPO_ROOT } from '../../support/build';
+import { REPO_ROOT } from '../../support/repo';
 
 export { REPO_ROOT };
-/** The benchmarks' envelope and fixture pods (bench/lib/), so tests and benchmarks send the same reviews. */
-export { admissionReview } from '../../../bench/lib/review';
-export { fixturePods } from '../../../bench/lib/pods';
+/** The envelope and fixture pods the benchmarks send too (test/support/generators/): one envelope, not two. */
+export { admissionReview } from '../../support/generators/review';
+export { fixturePods } from '../../support/generators/pods';
 
 export const silentLogger = () => pino({ level: 'silent' });
 

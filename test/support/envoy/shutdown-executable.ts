@@ -6,7 +6,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { assertBuilt, REPO_ROOT, SHUTDOWN_ARCHES, shutdownDir, shutdownExecutable, type ShutdownArch } from '../build';
+import { assertShutdownBuilt, SHUTDOWN_ARCHES, shutdownDir, shutdownExecutable, type ShutdownArch } from '../drain-executables';
+import { REPO_ROOT } from '../repo';
 import { inRootCommand } from './roots';
 
 export const ROOT = REPO_ROOT;
@@ -61,7 +62,7 @@ export function commandFor(target: ShutdownTarget, program: string, args: readon
 
 /** jest's globalSetup builds the executables before any worker starts; this only checks they are there. */
 export async function ensureBuilt(): Promise<void> {
-  assertBuilt();
+  assertShutdownBuilt();
 }
 
 /** `envoy-shutdown install --to DIR` with the target's built executable; returns the installed path. */

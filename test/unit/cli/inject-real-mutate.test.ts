@@ -10,7 +10,7 @@ import { parseYamlStream } from '../../../src/cli/yaml-stream';
 import { defaultConfig } from '../../../src/config/defaults';
 import { mutate } from '../../../src/mutate';
 import type { Pod } from '../../../src/mutate/k8s';
-import { CONTOUR_FIXTURES } from '../../support/build';
+import { CONTOUR_FIXTURES } from '../../support/repo';
 import { unjustifiedChanges } from './changed-lines';
 
 /** The CLI plumbing with the real core, on the core's pod fixtures and Contour's DaemonSets. */

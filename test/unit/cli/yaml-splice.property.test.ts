@@ -4,7 +4,7 @@ import { DocumentPatcher } from '../../../src/cli/yaml-splice';
 import { parseYamlStream } from '../../../src/cli/yaml-stream';
 import { podViewOf } from '../../../src/cli/yaml-patch';
 import { mutate } from '../../../src/mutate';
-import { validPodCase } from '../../../bench/lib/pod-arbitrary';
+import { validPodCase } from '../../support/generators/pod-arbitrary';
 import { unjustifiedChanges } from './changed-lines';
 
 /** The core's real patches on generated pods, written in assorted block styles: always spliced, never noisy. */

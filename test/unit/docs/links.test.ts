@@ -4,7 +4,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { REPO_ROOT } from '../../support/build';
+import { REPO_ROOT } from '../../support/repo';
 
 const pages = [join(REPO_ROOT, 'README.md'), ...readdirSync(join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(REPO_ROOT, 'docs', f))];
 

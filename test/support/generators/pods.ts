@@ -1,13 +1,10 @@
 /**
- * The pods benchmarks send, read from the repository's fixture manifests as data (YAML files, not test
- * code: bench/ imports nothing from test/).
+ * The pods tests and benchmarks send, read from the repository's fixture manifests as data.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse, parseAllDocuments } from 'yaml';
-import type { Container, Pod } from '../../src/mutate';
-import { repoPath } from './repo';
-
-export { repoPath };
+import type { Container, Pod } from '../../../src/mutate';
+import { repoPath } from '../repo';
 
 const CONTOUR_MAIN = repoPath('test', 'fixtures', 'contour', '03-envoy-main.yaml');
 

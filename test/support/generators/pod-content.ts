@@ -10,8 +10,8 @@
  * Sizes are tracked incrementally (base size + each item's JSON length and its comma), so building a
  * 3 MiB pod is linear too; the result is about the size asked for (within an item and a key or two).
  */
-import type { Container, Pod } from '../../src/mutate';
-import { DEFAULT_LIMITS } from '../../src/server/sizing';
+import type { Container, Pod } from '../../../src/mutate';
+import { DEFAULT_LIMITS } from '../../../src/server/sizing';
 import { contourPod } from './pods';
 import { reviewBody } from './review';
 

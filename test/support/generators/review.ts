@@ -1,9 +1,8 @@
 /**
  * The AdmissionReview envelope benchmarks and tests send: a Pod review as kube-apiserver writes it (a
- * DaemonSet controller as the user), so every server parses the same bytes. The tests import it from here
- * (through test/integration/server/webhook-test-kit.ts): one envelope, not two.
+ * DaemonSet controller as the user), so every server parses the same bytes: one envelope, not two.
  */
-import type { Pod } from '../../src/mutate';
+import type { Pod } from '../../../src/mutate';
 
 export interface ReviewOptions {
   uid?: string;

@@ -5,8 +5,8 @@
  * Used by the property tests and by `npm run bench:fuzz` (its `valid:generated` reviews).
  */
 import fc from 'fast-check';
-import { defaultConfig, type Config } from '../../src/config';
-import { validatePod, type Container, type LifecycleHandler, type Pod, type Probe, type Volume } from '../../src/mutate';
+import { defaultConfig, type Config } from '../../../src/config';
+import { validatePod, type Container, type LifecycleHandler, type Pod, type Probe, type Volume } from '../../../src/mutate';
 
 const VOLUME_KINDS = ['emptyDir', 'configMap', 'secret'] as const;
 const VOLUME_NAMES = ['envoy-config', 'envoy-admin', 'empty-dir', 'certs', 'cache', 'drainguard'] as const;
