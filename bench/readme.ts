@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
 import { describeHealthz } from './fuzz/healthz-probe';
-import { CROWD_ADDRESS } from './lib/crowd';
+import { CROWD_ADDRESS } from '../test/support/generators/crowd';
 import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
 import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from '../test/support/generators/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';

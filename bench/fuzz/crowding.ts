@@ -9,11 +9,11 @@
  */
 import { Agent, request } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { startCrowd, type CrowdFigures, type CrowdMember } from '../lib/crowd';
+import { startCrowd, type CrowdFigures, type CrowdMember } from '../../test/support/generators/crowd';
 import type { ClientTarget } from '../lib/https-client';
 import { quantile } from '../lib/stats';
 
-export { CROWD_ADDRESS } from '../lib/crowd';
+export { CROWD_ADDRESS } from '../../test/support/generators/crowd';
 
 const SERVER_HOST = '127.0.0.1';
 /** kube-apiserver's default webhook timeout (`timeoutSeconds` unset). */

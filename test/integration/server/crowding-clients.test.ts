@@ -11,7 +11,7 @@ import { connect, type TLSSocket } from 'node:tls';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import type { WebhookServer, WebhookServerOptions } from '../../../src/server/webhook-server';
-import { CROWD_ADDRESS, startCrowd, type Crowd, type CrowdMember } from '../../../bench/lib/crowd';
+import { CROWD_ADDRESS, startCrowd, type Crowd, type CrowdMember } from '../../support/generators/crowd';
 import { admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
 import { startTestServer } from './test-server';
 
