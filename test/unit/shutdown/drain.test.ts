@@ -137,6 +137,23 @@ describe('drainEnvoy', () => {
     expect(clock.t).toBe(10_000);
   });
 
+  test('a poll the deadline cuts short does not replace the last count: the summary says how many were still open', async () => {
+    // Polls every 1 s; the one starting at 9 s gets the 0.5 s left before the deadline and times out.
+    const base = envoy('1.31.2', () => 5);
+    const { summary } = await run((method, path, t) => (path === LISTENER_GAUGES_PATH && t >= 9_000 ? 'hang' : base(method, path, t)), {
+      deadlineMs: 9_500,
+    });
+    expect(summary).toMatchObject({ reason: 'deadline', connectionsAtStart: 5, connectionsAtEnd: 5 });
+  });
+
+  test('a poll that fails before the deadline does make the count unknown', async () => {
+    const base = envoy('1.31.2', () => 5);
+    const { summary } = await run((method, path, t) => (path === LISTENER_GAUGES_PATH && t >= 3_000 ? 'hang' : base(method, path, t)), {
+      deadlineMs: 9_500,
+    });
+    expect(summary).toMatchObject({ reason: 'deadline', connectionsAtStart: 5, connectionsAtEnd: null });
+  });
+
   test('the deadline also bounds the drain delay', async () => {
     const { summary, posts } = await run(envoy('1.31.2', () => 0), { deadlineMs: 3000, drainDelayMs: 10_000 });
     expect(summary).toMatchObject({ reason: 'deadline', durationMs: 3000 });
