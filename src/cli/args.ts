@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors';
+import { didYouMean } from './suggest';
 
 /**
  * A strict flag parser shared by every subcommand: a thin layer over `node:util` parseArgs that turns
@@ -13,8 +14,10 @@ export interface FlagSpec {
   short?: string;
   /** String flags only: may be repeated, values collected in order. */
   multiple?: boolean;
-  /** Placeholder shown in help, e.g. `FILE`. */
+  /** Placeholder shown in help, e.g. `FILE`; `FILE` values complete as file names. */
   valueName?: string;
+  /** The values a string flag accepts, when there are few (`-o text|json`): offered by completion. */
+  values?: readonly string[];
   description: string;
 }
 
@@ -38,7 +41,7 @@ export function parseFlags<S extends FlagSpecs>(command: string, argv: readonly 
   try {
     parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, tokens: true });
   } catch (error) {
-    throw new UsageError(`${command}: ${describeParseError(error)} (see '${command} --help')`);
+    throw new UsageError(`${command}: ${describeParseError(error, specs)} (see '${command} --help')`);
   }
 
   const seen = new Set<string>();
@@ -61,7 +64,12 @@ export function parseFlags<S extends FlagSpecs>(command: string, argv: readonly 
   return result as ParsedFlags<S>;
 }
 
-function describeParseError(error: unknown): string {
+/** Every way to write the flags of `specs`: `--name`, and `-x` for those with a short form. */
+export function flagForms(specs: FlagSpecs): string[] {
+  return Object.entries(specs).flatMap(([name, spec]) => [`--${name}`, ...(spec.short ? [`-${spec.short}`] : [])]);
+}
+
+function describeParseError(error: unknown, specs: FlagSpecs): string {
   const code = (error as { code?: unknown }).code;
   // Read by shape, not `instanceof Error`: an error from another realm (jest's module sandbox) is no
   // instance of this realm's Error, and String() would add its class and code to the message.
@@ -70,7 +78,7 @@ function describeParseError(error: unknown): string {
   // parseArgs' messages are fine except for a multi-line hint aimed at library users; keep the first line.
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const flag = /'([^']+)'/.exec(message)?.[1];
-    return `unknown flag ${flag ?? message}`;
+    return `unknown flag ${flag ?? message}${flag === undefined ? '' : didYouMean(flag.split('=')[0]!, flagForms(specs))}`;
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
     const arg = /'([^']+)'/.exec(message)?.[1];

@@ -170,6 +170,20 @@ export class KubeApiDouble {
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
   private resourceVersion = 1000;
+  /** What `GET /version` answers (apimachinery's version.Info); tests set it to play another release. */
+  serverVersion: { major: string; minor: string; gitVersion: string; [field: string]: string } = {
+    major: '1',
+    minor: '32',
+    gitVersion: 'v1.32.0',
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '2024-12-11T00:00:00Z',
+    goVersion: 'go1.23.3',
+    compiler: 'gc',
+    platform: 'linux/amd64',
+  };
+  /** API groups served besides the built-in ones (as a CRD's group would be), for discovery. */
+  private readonly servedGroups = new Map<string, { name: string; kind: string; namespaced: boolean }[]>();
   private readonly token = randomUUID();
   private readonly sockets = new Set<Socket>();
   private constructor(
@@ -242,6 +256,15 @@ export class KubeApiDouble {
     const released = new Promise<void>((resolve) => (release = resolve));
     this.holds.push({ matches: (m, p) => m === method && pathPattern.test(p), arrive: signalArrived, released });
     return { arrived, release };
+  }
+
+  /**
+   * Serves discovery for a group version, as the API server does once a CRD of that group is
+   * established: `GET /apis/GROUP/VERSION` answers an APIResourceList (with each resource's `/status`
+   * subresource, as CRDs with a status subresource have). Objects of it are not stored.
+   */
+  serveGroupVersion(groupVersion: string, resources: { name: string; kind: string; namespaced: boolean }[]): void {
+    this.servedGroups.set(groupVersion, resources);
   }
 
   /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
@@ -349,6 +372,8 @@ export class KubeApiDouble {
       });
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     };
+    // `system:public-info-viewer` lets anyone read /version, authenticated or not.
+    if (method === 'GET' && path === '/version') return reply(200, this.serverVersion);
     if (req.headers.authorization !== `Bearer ${this.token}`) return reply(401, status.unauthorized());
     if (chunks.length > 0) {
       try {
@@ -357,6 +382,16 @@ export class KubeApiDouble {
         return reply(400, status.badRequest(`invalid JSON: ${(error as Error).message}`));
       }
     }
+    const discovery = /^\/apis\/([^/]+\/[^/]+)$/.exec(path);
+    const served = discovery && this.servedGroups.get(discovery[1]!);
+    if (method === 'GET' && served) {
+      const resources = served.flatMap((resource) => [
+        { name: resource.name, singularName: resource.kind.toLowerCase(), namespaced: resource.namespaced, kind: resource.kind, verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'] },
+        { name: `${resource.name}/status`, singularName: '', namespaced: resource.namespaced, kind: resource.kind, verbs: ['get', 'patch', 'update'] },
+      ]);
+      return reply(200, { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: discovery![1], resources });
+    }
+    if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') return reply(201, this.accessReview(body));
     const target = parseTarget(path);
     const verb = target && verbOf(method, target);
     if (!target) return reply(404, status.pathNotFound());
@@ -477,6 +512,20 @@ export class KubeApiDouble {
       return item;
     });
     return reply(200, { kind: `${type.kind}List`, apiVersion: apiVersionOf(type), metadata, items });
+  }
+
+  /**
+   * A SelfSubjectAccessReview answered from the deny rules, as the authorizer would answer it for a
+   * user allowed everything else: the request's spec back with `status.allowed` (and `denied`, as RBAC
+   * sets neither reason nor denied on a plain "no rule allows it"). Nothing is stored.
+   */
+  private accessReview(body: unknown): unknown {
+    const review = (body ?? {}) as { spec?: { resourceAttributes?: { verb?: string; resource?: string; namespace?: string } } };
+    const attributes = review.spec?.resourceAttributes ?? {};
+    const refused = this.denied.some(
+      (rule) => rule.verb === attributes.verb && rule.resource === attributes.resource && (rule.namespace === undefined || rule.namespace === attributes.namespace),
+    );
+    return { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: review.spec ?? {}, status: { allowed: !refused } };
   }
 
   private async waitAtGate(method: string, path: string): Promise<void> {

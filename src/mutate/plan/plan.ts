@@ -57,7 +57,7 @@ const RECORDED = 'installed earlier (drainguard.io/status)';
  * What a later change undid of drainguard's earlier pass, as the status annotation records it; the
  * steps restore each (docs/design.md, "The status annotation and re-invocation").
  */
-function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
+function changesUndoneSinceLastPass(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
   if (status === undefined) return [];
   const found: string[] = [];
   const preStop = envoy.lifecycle?.preStop;
@@ -139,7 +139,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, commands, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
   if (installs) {
-    for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
+    for (const warning of changesUndoneSinceLastPass(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
     for (const warning of unreadableSidecarHooks(sidecars, commands)) warnings.push(warning);
     if (previousHook !== undefined && 'unreadable' in previousHook) {
