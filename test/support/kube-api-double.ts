@@ -48,6 +48,20 @@ export interface DenyRule {
   namespace?: string;
 }
 
+/** An RBAC PolicyRule, as a Role or ClusterRole holds it. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** The rules of one Role (bound in `namespace`) or ClusterRole (no namespace: everywhere). */
+export interface Grant {
+  namespace?: string;
+  rules: PolicyRule[];
+}
+
 interface Gate {
   matches: (method: string, path: string) => boolean;
   waiting: (() => void)[];
@@ -167,6 +181,8 @@ export class KubeApiDouble {
   /** Objects by resource, then by `namespace/name` (`/name` when cluster-scoped). */
   private readonly store = new Map<string, Map<string, KubeObject>>();
   private readonly denied: DenyRule[] = [];
+  /** When set, only what these grants allow is allowed, as RBAC evaluates rules (see `allowOnly`). */
+  private grants: Grant[] | undefined;
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
   private resourceVersion = 1000;
@@ -265,6 +281,32 @@ export class KubeApiDouble {
    */
   serveGroupVersion(groupVersion: string, resources: { name: string; kind: string; namespaced: boolean }[]): void {
     this.servedGroups.set(groupVersion, resources);
+  }
+
+  /**
+   * From now on the user may do only what `grants` allow, as the RBAC authorizer decides it: a rule
+   * matches when its apiGroups, resources and verbs hold the request's (or `*`) and, when it names
+   * resourceNames, the request names one of them (a list or a create names none); a Role's rules hold
+   * only in its namespace. Everything else is 403, worded as RBAC words it.
+   */
+  allowOnly(grants: Grant[]): void {
+    this.grants = grants;
+  }
+
+  private allowedByGrants(verb: Verb, type: ResourceType, namespace: string | undefined, name: string | undefined): boolean {
+    if (this.grants === undefined) return true;
+    const has = (list: readonly string[], value: string) => list.includes('*') || list.includes(value);
+    return this.grants.some(
+      (grant) =>
+        (grant.namespace === undefined || grant.namespace === namespace) &&
+        grant.rules.some(
+          (rule) =>
+            has(rule.apiGroups, type.group) &&
+            has(rule.resources, type.resource) &&
+            has(rule.verbs, verb) &&
+            (rule.resourceNames === undefined || rule.resourceNames.length === 0 || (name !== undefined && rule.resourceNames.includes(name))),
+        ),
+    );
   }
 
   /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
@@ -397,7 +439,8 @@ export class KubeApiDouble {
     if (!target) return reply(404, status.pathNotFound());
     if (!verb) return reply(405, status.notAllowed(method));
     const { type, namespace, name } = target;
-    if (this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace))) {
+    const deniedByRule = this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace));
+    if (deniedByRule || !this.allowedByGrants(verb, type, namespace, verb === 'create' ? undefined : name)) {
       return reply(
         403,
         status.forbidden({

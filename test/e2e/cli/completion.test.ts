@@ -76,7 +76,7 @@ describe('bash', () => {
 describe('zsh', () => {
   // Outside a completion widget zsh's compadd and _describe cannot run: stand-ins print what the script
   // hands them, and the rest of the script runs in the real zsh.
-  const STAND_INS = `compadd() { [[ $1 == -- ]] && shift; print -l -- "$@" }; _describe() { local name=\${@[-1]}; print -l -- \${(P)name} }; _files() { print -- '<files>' }`;
+  const STAND_INS = `compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _describe() { local name=\${@[-1]}; print -rl -- \${(P)name} }; _files() { print -- '<files>' }`;
   const complete = (...words: string[]): string[] => {
     const out = run('zsh', ['-f', '-c'], `${STAND_INS}; source '${scripts.zsh}'; words=(${words.map((word) => `'${word}'`).join(' ')}); CURRENT=${words.length}; _drainguard`);
     return out.split('\n').filter(Boolean);

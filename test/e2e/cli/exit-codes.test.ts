@@ -79,30 +79,41 @@ test('inject returns every code it documents (but 4)', async () => {
   expect(await status(['inject', '-f', join(directory, 'missing.yaml')])).toBe(3);
 });
 
-test('check returns 0, 1, 2 and 3 as documented', async () => {
-  const double = await KubeApiDouble.start();
-  try {
+describe('check returns 0, 1, 2 and 3 as documented', () => {
+  let double: KubeApiDouble;
+  const kubeconfig = join(directory, 'kubeconfig');
+  beforeAll(async () => {
+    double = await KubeApiDouble.start();
     await installDrainguard(double);
     double.put(namespace('projectcontour', OPT_IN));
     double.put(pod(templates.contour(), { name: 'envoy-a', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' }, state: 'protected' }));
-    const kubeconfig = join(directory, 'kubeconfig');
     writeFileSync(kubeconfig, double.kubeconfigYaml());
+  });
+  afterAll(() => double.close());
+
+  test('0 when every check holds, then 1 for an unprotected pod', async () => {
     expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(0);
     double.put(pod(templates.contour(), { name: 'envoy-b', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' } }));
     expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(1);
+  });
+
+  test('2 for a wrong flag value, 3 for a kubeconfig that cannot be used', async () => {
     expect(await status(['check', '--output', 'yaml', '--kubeconfig', kubeconfig])).toBe(2);
     expect(await status(['check', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
-  } finally {
-    await double.close();
-  }
+  });
 });
 
-test('serve, version, completion and a missing command return their documented codes', async () => {
+test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
   expect(await status(['serve', '--port', 'x'])).toBe(2);
   expect(await status(['serve', '--dev', '--config', join(directory, 'missing-config.yaml')])).toBe(3);
-  // No kubeconfig at all: the client version is printed and the missing cluster reported, exit 0.
+});
+
+test('version: 0 even with no cluster configured (it says so), 2 for wrong flags', async () => {
   expect(await status(['version'])).toBe(0);
   expect(await status(['version', '-o', 'yaml'])).toBe(2);
+});
+
+test('completion: 0 for a shell it knows, 2 otherwise; no or an unknown command: 2', async () => {
   expect(await status(['completion', 'bash'])).toBe(0);
   expect(await status(['completion', 'powershell'])).toBe(2);
   expect(await status([])).toBe(2);

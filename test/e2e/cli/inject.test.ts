@@ -325,9 +325,9 @@ describe('drainguard', () => {
     expect(drainguard(['help', 'inject']).stdout).toBe(direct.stdout);
   });
 
-  test('version and --version print the package version', () => {
+  test('version --client and --version print the package version (and nothing about a cluster)', () => {
     const { version } = JSON.parse(readFileSync(`${__dirname}/../../../package.json`, 'utf8')) as { version: string };
-    for (const args of [['version'], ['--version']]) {
+    for (const args of [['version', '--client'], ['--version']]) {
       const result = drainguard(args);
       expect(result.status).toBe(0);
       expect(result.stdout).toBe(`drainguard ${version}\n`);

@@ -109,6 +109,16 @@ test('certManager mode without cert-manager fails with what to do; with its API 
 
 test('a webhook configuration of the same name: already installed by this release, or something else', async () => {
   await installDrainguard(double);
+  // helm install records the release on every object it creates (helm template does not).
+  const stored = double.webhookConfiguration<{ metadata: { name: string; labels?: Record<string, string> }; webhooks: unknown[] }>(WEBHOOK_CONFIGURATION);
+  double.putWebhookConfiguration({
+    ...stored,
+    metadata: {
+      ...stored.metadata,
+      labels: { ...stored.metadata.labels, 'app.kubernetes.io/managed-by': 'Helm' },
+      annotations: { 'meta.helm.sh/release-name': 'drainguard', 'meta.helm.sh/release-namespace': DRAINGUARD_NAMESPACE },
+    },
+  });
   const installed = await pre();
   expect(line(installed.report, 'webhook-name')).toMatchObject({
     verdict: 'fail',
@@ -119,11 +129,11 @@ test('a webhook configuration of the same name: already installed by this releas
   const other = await pre(['--release', 'drainguard', '--drainguard-namespace', 'other-system']);
   expect(line(other.report, 'webhook-name').verdict).toBe('pass');
 
-  double.putWebhookConfiguration({ metadata: { name: 'edge-drainguard-system' }, webhooks: [] });
-  const foreign = await pre(['--release', 'edge']);
+  double.putWebhookConfiguration({ metadata: { name: 'drainguard-edge-drainguard-system' }, webhooks: [] });
+  const foreign = await pre(['--release', 'drainguard-edge']);
   expect(line(foreign.report, 'webhook-name')).toMatchObject({
     verdict: 'fail',
-    message: 'MutatingWebhookConfiguration edge-drainguard-system already exists and was not created by Helm: helm install would refuse to take it over',
+    message: 'MutatingWebhookConfiguration drainguard-edge-drainguard-system already exists and was not created by Helm: helm install would refuse to take it over',
   });
 });
 
