@@ -1,3 +1,4 @@
+import { UsageError } from '../drain-contract';
 /**
  * The two kinds of failure the CLI reports without a stack trace. Anything else reaching `main` is a
  * drainguard bug and is reported as one.
@@ -30,13 +31,11 @@ export function formatExitCodes(table: ExitCodeTable): string {
   return `Exit status (above 1 is an error, as with diff and kubectl diff):\n${table.map(([code, meaning]) => `  ${code}  ${meaning}`).join('\n')}\n`;
 }
 
-/** Wrong flags or arguments: exit 2, with a pointer to `--help`. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+/**
+ * Wrong flags or arguments: exit 2, with a pointer to `--help`. The drain contract's error, so that a
+ * refusal of its parser and one of a command's own checks are the same kind of failure.
+ */
+export { UsageError };
 
 /** Bad input the user can fix (unreadable file, invalid YAML, a denied override): exit 3. */
 export class InputError extends Error {

@@ -37,7 +37,8 @@ export function editDistance(a: string, b: string, limit: number): number {
 
 /** The nearest of `names` to `typed`, or undefined when none is close enough to be a typo of it. */
 export function nearest(typed: string, names: readonly string[]): string | undefined {
-  if (typed.length > MAX_COMPARED) return undefined;
+  // `-z` is one edit from every other one-letter flag: a guess, not a typo's correction.
+  if (typed.length > MAX_COMPARED || typed.length <= 2) return undefined;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const name of names) {
