@@ -1,6 +1,7 @@
 /**
- * Every Kubernetes API call `drainguard check` makes: gets and lists only, through
- * @kubernetes/client-node. Each read answers a `Read`: the object, or why it could not be read, with
+ * Every Kubernetes API call `drainguard check` and `drainguard version` make: gets and lists, through
+ * @kubernetes/client-node, and for `check --pre` SelfSubjectAccessReviews, which ask the authorizer a
+ * question and store nothing. Each read answers a `Read`: the object, or why it could not be read, with
  * the verb, resource, namespace and name that were asked for, so a check can say exactly what RBAC
  * denied. Only a cluster that cannot be reached at all (or that rejects the credentials) ends the run,
  * as a `ClusterAccessError`.
@@ -11,7 +12,7 @@ import type { Pod } from '../mutate';
 
 /** What was asked of the API server, in RBAC's terms. */
 export interface ReadRequest {
-  verb: 'get' | 'list';
+  verb: 'get' | 'list' | 'create';
   /** Plural resource: `pods`, `deployments`, … */
   resource: string;
   /** API group, `` for the core group. */
@@ -19,6 +20,8 @@ export interface ReadRequest {
   /** Absent for cluster-scoped objects and lists across all namespaces. */
   namespace?: string;
   name?: string;
+  /** For a request that is not about a resource (`/version`, discovery): the path, which is what RBAC names. */
+  path?: string;
 }
 
 export type ReadFailure = {
@@ -44,6 +47,7 @@ const CLUSTER_SCOPED = new Set(['namespaces', 'mutatingwebhookconfigurations']);
 
 /** `list pods in namespace "x"`, `get deployments.apps "drainguard" in namespace "y"`, `list pods in all namespaces`. */
 export function describeRequest(request: ReadRequest): string {
+  if (request.path !== undefined) return `get ${request.path}`;
   const resource = request.group ? `${request.resource}.${request.group}` : request.resource;
   const name = request.name !== undefined ? ` ${JSON.stringify(request.name)}` : '';
   const clusterScoped = CLUSTER_SCOPED.has(request.resource);
@@ -67,6 +71,30 @@ export function describeFailure(failure: ReadFailure, label: string): string {
   }
 }
 
+/** The API server's `/version`: `gitVersion` (`v1.30.2-eks-1a2b3c`), `major`, `minor` (`30+` on some providers). */
+export interface ServerVersion {
+  gitVersion: string;
+  major: string;
+  minor: string;
+  platform?: string;
+}
+
+/** A resource an API group version serves, from discovery (`GET /apis/GROUP/VERSION`). */
+export interface ServedResource {
+  name: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** What `kubectl auth can-i` asks: may the current user do `verb` on `resource` (in `namespace`)? */
+export interface AccessQuestion {
+  verb: string;
+  resource: string;
+  group: string;
+  namespace?: string;
+  name?: string;
+}
+
 /** A pod page: the pods in the JSON shape the webhook receives, for `mutate`. */
 export type PodPage = Pod[];
 
@@ -86,6 +114,12 @@ export interface ClusterReader {
    * stays bounded by the page size on large clusters. Answers how many pods there were.
    */
   eachPodPage(namespace: string | undefined, visit: (pods: PodPage) => void): Promise<Read<number>>;
+  /** `GET /version`, which every client may read. */
+  serverVersion(): Promise<Read<ServerVersion>>;
+  /** Discovery of one group version (readable by every authenticated user); not-found when it is not served. */
+  servedResources(group: string, version: string): Promise<Read<ServedResource[]>>;
+  /** A SelfSubjectAccessReview: `allowed` as the authorizer answers, nothing stored. */
+  mayI(question: AccessQuestion): Promise<Read<{ allowed: boolean; reason?: string }>>;
 }
 
 /** kubectl's page size for lists. */
@@ -97,6 +131,9 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
   const apps = kubeConfig.makeApiClient(client.AppsV1Api);
   const discovery = kubeConfig.makeApiClient(client.DiscoveryV1Api);
   const admission = kubeConfig.makeApiClient(client.AdmissionregistrationV1Api);
+  const versionApi = kubeConfig.makeApiClient(client.VersionApi);
+  const customObjects = kubeConfig.makeApiClient(client.CustomObjectsApi);
+  const authorization = kubeConfig.makeApiClient(client.AuthorizationV1Api);
   const server = kubeConfig.getCurrentCluster()?.server ?? 'the API server';
 
   // Each request is aborted after the timeout, so an API server that accepts connections but never
@@ -159,6 +196,32 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
           next = list.metadata?._continue || undefined;
         } while (next);
         return total;
+      }),
+    serverVersion: () =>
+      read({ verb: 'get', resource: '', group: '', path: '/version' }, async () => {
+        const info = await versionApi.getCode(options);
+        return { gitVersion: info.gitVersion, major: info.major, minor: info.minor, ...(info.platform ? { platform: info.platform } : {}) };
+      }),
+    servedResources: (group, version) =>
+      read({ verb: 'get', resource: '', group, path: `/apis/${group}/${version}` }, async () => {
+        const list = await customObjects.getAPIResources({ group, version }, options);
+        // Subresources (`certificates/status`) are not resources of their own.
+        return list.resources.filter((resource) => !resource.name.includes('/')).map(({ name, kind, namespaced }) => ({ name, kind, namespaced }));
+      }),
+    mayI: (question) =>
+      read({ verb: 'create', resource: 'selfsubjectaccessreviews', group: 'authorization.k8s.io' }, async () => {
+        const { verb, resource, group, namespace, name } = question;
+        const review = await authorization.createSelfSubjectAccessReview(
+          {
+            body: {
+              apiVersion: 'authorization.k8s.io/v1',
+              kind: 'SelfSubjectAccessReview',
+              spec: { resourceAttributes: { verb, resource, group, ...(namespace !== undefined ? { namespace } : {}), ...(name !== undefined ? { name } : {}) } },
+            },
+          },
+          options,
+        );
+        return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
       }),
   };
 }

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { loadKubernetesClient } from '../certs/kube';
+import { readAdminAddress } from '../drain-contract';
 
 /** Where a service account's token is mounted in every pod (`rest.InClusterConfig` reads the same). */
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -68,7 +69,40 @@ export async function loadKubeconfig(request: KubeconfigRequest): Promise<Loaded
   kubeConfig.setCurrentContext(contextName);
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new KubeconfigError(`context ${JSON.stringify(contextName)} names cluster ${JSON.stringify(context.cluster)}, which ${source.label} does not define`);
+  if (cluster.server.startsWith('http:')) allowLoopbackHttp(kubeConfig, cluster, contextName);
   return { kubeConfig, contextName, server: cluster.server, namespace: context.namespace?.trim() || 'default', source: source.label };
+}
+
+/**
+ * A plain-HTTP API server, as `kubectl proxy` serves one (`http://127.0.0.1:8001`). client-node refuses
+ * to send a request to an `http:` server unless the cluster entry sets `insecure-skip-tls-verify`
+ * (its dispatcher throws "HTTP protocol is not allowed when skipTLSVerify is not set or false" on the
+ * first request): plain HTTP carries the credentials and every answer unencrypted. `kubectl proxy`
+ * listens on loopback and adds the credentials itself, so that traffic never leaves the machine. So
+ * an `http:` server on a loopback address (the drain contract's rule: 127.0.0.0/8 in plain decimal,
+ * [::1], localhost) is allowed by setting that flag on this one cluster entry, where it has nothing
+ * to skip (there is no TLS); any other `http:` server is refused here, before a request is made.
+ */
+function allowLoopbackHttp(kubeConfig: k8s.KubeConfig, cluster: k8s.Cluster, contextName: string): void {
+  let url: URL;
+  try {
+    url = new URL(cluster.server);
+  } catch {
+    throw new KubeconfigError(`cluster ${JSON.stringify(cluster.name)} has an invalid server URL ${JSON.stringify(cluster.server)}`);
+  }
+  const loopback = readAdminAddress(`http://${url.hostname}:${url.port || '80'}`).ok;
+  if (!loopback) {
+    throw new KubeconfigError(
+      `context ${JSON.stringify(contextName)}: the API server ${cluster.server} is plain HTTP on a non-loopback address; ` +
+        'drainguard talks plain HTTP only to a loopback address (kubectl proxy), because credentials and answers would cross the network unencrypted: use its https:// address',
+    );
+  }
+  kubeConfig.loadFromOptions({
+    clusters: kubeConfig.clusters.map((entry) => (entry.name === cluster.name ? { ...entry, skipTLSVerify: true } : entry)),
+    contexts: kubeConfig.contexts,
+    users: kubeConfig.users,
+    currentContext: kubeConfig.currentContext,
+  });
 }
 
 type Source = { kind: 'files'; paths: [string, ...string[]]; label: string } | { kind: 'in-cluster'; label: string };

@@ -7,7 +7,7 @@
 /** `info` lines report a fact (the failure policy, an opted-out pod) and never fail the run. */
 export type Verdict = 'pass' | 'fail' | 'info';
 
-export type Category = 'installation' | 'coverage' | 'pods';
+export type Category = 'installation' | 'coverage' | 'pods' | 'pre-install';
 
 export type CheckId =
   | 'webhook-configuration'
@@ -19,7 +19,14 @@ export type CheckId =
   | 'configuration'
   | 'namespace'
   | 'pod-list'
-  | 'pod';
+  | 'pod'
+  // check --pre
+  | 'kubernetes-version'
+  | 'match-conditions'
+  | 'cert-manager'
+  | 'webhook-name'
+  | 'install-namespace'
+  | 'permissions';
 
 export interface CheckResult {
   category: Category;
@@ -119,6 +126,15 @@ export interface CheckReport {
   checks: CheckResult[];
   fixes: Fix[];
   summary: { passed: number; failed: number; info: number; ok: boolean };
+  /** With `--wait`: how many times the installation was checked before this report. */
+  wait?: WaitOutcome;
+}
+
+export interface WaitOutcome {
+  attempts: number;
+  elapsedSeconds: number;
+  /** The installation checks still failed when --wait ran out. */
+  timedOut: boolean;
 }
 
 export function summarise(checks: readonly CheckResult[]): CheckReport['summary'] {

@@ -1,10 +1,12 @@
-import { parseArgs } from 'node:util';
-import { UsageError } from './errors';
+import { parseFlags as parseContractFlags, UsageError, type FlagSpec as ContractFlagSpec } from '../drain-contract';
+import { didYouMean } from './suggest';
 
 /**
- * A strict flag parser shared by every subcommand: a thin layer over `node:util` parseArgs that turns
- * its errors into UsageErrors naming the subcommand, and also rejects what parseArgs silently accepts
- * (a single-valued flag given twice, positional arguments).
+ * The flags of every drainguard subcommand, parsed by the drain contract's strict parser (the one the
+ * drain program uses: src/drain-contract/flags.ts) with the CLI's additions turned on: short flags
+ * (`-f`, `-n`, `-A`, `-o`) and no value that looks like a flag taken for one (`--port -1`). This file
+ * only maps the CLI's flag table onto it and words the errors for the subcommand, with a "did you
+ * mean" for an unknown flag.
  */
 
 export interface FlagSpec {
@@ -13,8 +15,10 @@ export interface FlagSpec {
   short?: string;
   /** String flags only: may be repeated, values collected in order. */
   multiple?: boolean;
-  /** Placeholder shown in help, e.g. `FILE`. */
+  /** Placeholder shown in help, e.g. `FILE`; `FILE` values complete as file names. */
   valueName?: string;
+  /** The values a string flag accepts, when there are few (`-o text|json`): offered by completion. */
+  values?: readonly string[];
   description: string;
 }
 
@@ -28,55 +32,42 @@ export type ParsedFlags<S extends FlagSpecs> = {
       : string | undefined;
 };
 
+function contractSpec(spec: FlagSpec): ContractFlagSpec {
+  return {
+    kind: spec.type === 'boolean' ? 'boolean' : 'string',
+    help: spec.description,
+    ...(spec.multiple ? { repeatable: true } : {}),
+    ...(spec.short ? { short: spec.short } : {}),
+    ...(spec.valueName ? { placeholder: spec.valueName } : {}),
+  };
+}
+
 /** `command` is how the user typed the subcommand (`drainguard inject`), used in messages. */
 export function parseFlags<S extends FlagSpecs>(command: string, argv: readonly string[], specs: S): ParsedFlags<S> {
-  const options: Record<string, { type: 'boolean' | 'string'; short?: string; multiple?: boolean }> = {};
-  for (const [name, spec] of Object.entries(specs)) {
-    options[name] = { type: spec.type, multiple: spec.multiple ?? false, ...(spec.short ? { short: spec.short } : {}) };
-  }
-  let parsed: ReturnType<typeof parseArgs>;
+  const contractSpecs: Record<string, ContractFlagSpec> = {};
+  for (const [name, spec] of Object.entries(specs)) contractSpecs[name] = contractSpec(spec);
+  let parsed: ReturnType<typeof parseContractFlags>;
   try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, tokens: true });
+    parsed = parseContractFlags(argv, contractSpecs, { flagLikeValues: 'refuse' });
   } catch (error) {
-    throw new UsageError(`${command}: ${describeParseError(error)} (see '${command} --help')`);
+    if (!(error instanceof UsageError)) throw error;
+    const unknown = /^unknown flag (\S+)$/.exec(error.message)?.[1];
+    const hint = unknown === undefined ? '' : didYouMean(unknown, flagForms(specs));
+    throw new UsageError(`${command}: ${error.message}${hint} (see '${command} --help')`);
   }
-
-  const seen = new Set<string>();
-  for (const token of parsed.tokens ?? []) {
-    if (token.kind !== 'option') continue;
-    const spec = specs[token.name];
-    if (spec && spec.type === 'string' && !spec.multiple && seen.has(token.name)) {
-      throw new UsageError(`${command}: ${token.rawName} may be given only once (see '${command} --help')`);
-    }
-    seen.add(token.name);
-  }
-
   const result: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(specs)) {
-    const value = parsed.values[name];
-    if (spec.type === 'boolean') result[name] = value === true;
-    else if (spec.multiple) result[name] = Array.isArray(value) ? value : [];
-    else result[name] = value;
+    const values = parsed.get(name) ?? [];
+    if (spec.type === 'boolean') result[name] = values.length > 0;
+    else if (spec.multiple) result[name] = values as string[];
+    else result[name] = values[0] as string | undefined;
   }
   return result as ParsedFlags<S>;
 }
 
-function describeParseError(error: unknown): string {
-  const code = (error as { code?: unknown }).code;
-  // Read by shape, not `instanceof Error`: an error from another realm (jest's module sandbox) is no
-  // instance of this realm's Error, and String() would add its class and code to the message.
-  const raw = (error as { message?: unknown } | null)?.message;
-  const message = typeof raw === 'string' ? raw : String(error);
-  // parseArgs' messages are fine except for a multi-line hint aimed at library users; keep the first line.
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    const flag = /'([^']+)'/.exec(message)?.[1];
-    return `unknown flag ${flag ?? message}`;
-  }
-  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
-    const arg = /'([^']+)'/.exec(message)?.[1];
-    return `unexpected argument '${arg ?? message}' (this command takes only flags)`;
-  }
-  return (message.split('\n')[0] ?? message).replace(/^Option /, 'flag ');
+/** Every way to write the flags of `specs`: `--name`, and `-x` for those with a short form. */
+export function flagForms(specs: FlagSpecs): string[] {
+  return Object.entries(specs).flatMap(([name, spec]) => [`--${name}`, ...(spec.short ? [`-${spec.short}`] : [])]);
 }
 
 /** Aligned `  -f, --file FILE   description` lines for a usage text. */

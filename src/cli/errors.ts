@@ -1,3 +1,4 @@
+import { UsageError } from '../drain-contract';
 /**
  * The two kinds of failure the CLI reports without a stack trace. Anything else reaching `main` is a
  * drainguard bug and is reported as one.
@@ -17,13 +18,24 @@ export const EXIT_FAILURE = 3;
 /** A drainguard bug. */
 export const EXIT_BUG = 4;
 
-/** Wrong flags or arguments: exit 2, with a pointer to `--help`. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
+/**
+ * What each exit status means for one command. `--help` prints these rows and the docs' "Exit codes"
+ * tables must say the same (test/e2e/cli/exit-codes.test.ts reads all three against the real process).
+ */
+export type ExitCodeTable = readonly (readonly [code: number, meaning: string])[];
+
+export const EXIT_BUG_MEANING = 'a drainguard bug (reported with a stack trace)';
+
+/** The `Exit status:` section of a usage text. */
+export function formatExitCodes(table: ExitCodeTable): string {
+  return `Exit status (above 1 is an error, as with diff and kubectl diff):\n${table.map(([code, meaning]) => `  ${code}  ${meaning}`).join('\n')}\n`;
 }
+
+/**
+ * Wrong flags or arguments: exit 2, with a pointer to `--help`. The drain contract's error, so that a
+ * refusal of its parser and one of a command's own checks are the same kind of failure.
+ */
+export { UsageError };
 
 /** Bad input the user can fix (unreadable file, invalid YAML, a denied override): exit 3. */
 export class InputError extends Error {

@@ -1,5 +1,5 @@
 import type { DrainSetting, ShutdownTimeline } from '../mutate/result';
-import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './report';
+import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './inject-results';
 
 /**
  * `drainguard inject --explain`: for each workload, the shutdown plan drainguard computed for its pods
@@ -19,6 +19,67 @@ const PROBE_SOURCES: Readonly<Record<ShutdownTimeline['livenessSource'], string>
   none: 'no probe',
 };
 
+/** What happens when a pod is deleted, in order, with the seconds after its preStop hook started. */
+export interface ShutdownEvent {
+  event: 'prestop-start' | 'health-check-failed' | 'minimum-drain' | 'deadline' | 'grace-period-end' | 'sigkill';
+  seconds: number;
+}
+
+/**
+ * The kubelet starts the grace period and Envoy's preStop together. The drain program waits the drain
+ * delay, fails Envoy's health check, drains for at least the minimum and at most until the deadline,
+ * then exits; Envoy gets SIGTERM when the hook returns. The kubelet sends SIGKILL at the end of the
+ * grace period, but never sooner than 2 s after SIGTERM (its minimum grace after a preStop,
+ * docs/design.md "Kubernetes facts"), so a deadline at the very end of the grace period moves it.
+ */
+export function shutdownEvents(timeline: ShutdownTimeline): ShutdownEvent[] {
+  const healthCheckFailed = timeline.drainDelaySeconds;
+  return [
+    { event: 'prestop-start', seconds: 0 },
+    { event: 'health-check-failed', seconds: healthCheckFailed },
+    { event: 'minimum-drain', seconds: healthCheckFailed + timeline.minDrainSeconds },
+    { event: 'deadline', seconds: timeline.deadlineSeconds },
+    { event: 'grace-period-end', seconds: timeline.gracePeriodSeconds },
+    { event: 'sigkill', seconds: Math.max(timeline.gracePeriodSeconds, timeline.deadlineSeconds + KUBELET_MINIMUM_GRACE_SECONDS) },
+  ];
+}
+
+const KUBELET_MINIMUM_GRACE_SECONDS = 2;
+
+const EVENT_LABELS: Readonly<Record<ShutdownEvent['event'], [label: string, meaning: string]>> = {
+  'prestop-start': ['preStop starts', 'the pod is deleted: the grace period and the drain start'],
+  'health-check-failed': ['health check fails', 'after the drain delay: load balancers stop sending new connections'],
+  'minimum-drain': ['minimum drain', 'the drain never ends sooner, even with no connections left'],
+  deadline: ['deadline', 'the drain ends at the latest; Envoy gets SIGTERM'],
+  'grace-period-end': ['grace period end', 'terminationGracePeriodSeconds'],
+  sigkill: ['SIGKILL', 'the kubelet kills whatever still runs'],
+};
+
+/** Columns of the longest bar: the whole shutdown, preStop start to SIGKILL. */
+const TIMELINE_COLUMNS = 60;
+
+/** The events drawn to scale, one bar per event from the start of preStop to it. */
+function formatShutdownDrawing(timeline: ShutdownTimeline): string {
+  const events = shutdownEvents(timeline);
+  const end = Math.max(...events.map((event) => event.seconds));
+  const perColumn = end / TIMELINE_COLUMNS;
+  const columns = (seconds: number) => (end === 0 ? 0 : Math.round((seconds / end) * TIMELINE_COLUMNS));
+  const labelWidth = Math.max(...events.map((event) => EVENT_LABELS[event.event][0].length));
+  const secondsWidth = Math.max(...events.map((event) => seconds(event.seconds).length));
+  const rows = events.map(({ event, seconds: at }) => {
+    const [label, meaning] = EVENT_LABELS[event];
+    const bar = `${'='.repeat(columns(at))}|`.padEnd(TIMELINE_COLUMNS + 1);
+    return `    ${label.padEnd(labelWidth)}  ${seconds(at).padStart(secondsWidth)}  ${bar}  ${meaning}`;
+  });
+  const scale = `${formatSeconds(perColumn)} per =`;
+  return `  shutdown, to scale (${scale}):\n${rows.join('\n')}\n`;
+}
+
+/** `5s`, `4.8s`, `0.05s`: at most two decimals, no trailing zeros. */
+function formatSeconds(value: number): string {
+  return `${Number(value.toFixed(2))}s`;
+}
+
 export function formatExplanation(workloads: readonly WorkloadReport[]): string {
   if (workloads.length === 0) return 'No Pod or workload found in the input.\n';
   return workloads.map(explainWorkload).join('\n');
@@ -28,7 +89,23 @@ function explainWorkload(workload: WorkloadReport): string {
   const { outcome } = workload;
   const heading = `${describeLocation(workload)}: ${describeStatus(outcome)}`;
   if (outcome.status === 'skipped') return `${heading}\n${formatWarnings(outcome.warnings)}`;
-  return `${heading}\n${formatTable(timelineRows(outcome.timeline))}\n${formatDroppedFlags(outcome.timeline)}${formatWarnings(outcome.warnings)}`;
+  const drawing = outcome.timeline.drainInstalled === false ? '' : formatShutdownDrawing(outcome.timeline);
+  return `${heading}\n${formatTable(timelineRows(outcome.timeline))}\n${drawing}${formatDroppedFlags(outcome.timeline)}${formatWarnings(outcome.warnings)}`;
+}
+
+/** `--explain -o json`: the same facts for scripts, the shutdown events included. */
+export function explanationJson(workloads: readonly WorkloadReport[]): unknown[] {
+  return workloads.map((workload) => {
+    const { outcome, ...location } = workload;
+    const common = { ...location, status: outcome.status, warnings: outcome.warnings };
+    if (outcome.status === 'skipped') return { ...common, reason: outcome.reason };
+    return {
+      ...common,
+      ...(outcome.status === 'mutated' ? { actions: outcome.actions } : {}),
+      timeline: outcome.timeline,
+      ...(outcome.timeline.drainInstalled === false ? {} : { shutdown: shutdownEvents(outcome.timeline) }),
+    };
+  });
 }
 
 function describeStatus(outcome: WorkloadOutcome): string {

@@ -5,12 +5,25 @@ import type { Config } from '../config/types';
 import type { Pod } from '../mutate/k8s';
 import { PatchVerificationError } from '../mutate';
 import type { MutationResult } from '../mutate/result';
-import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './report';
+import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './inject-results';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
 import { unifiedDiffOfParts } from './diff';
-import { DrainguardBugError, EXIT_FINDINGS, EXIT_OK, InputError, UsageError } from './errors';
-import { formatExplanation } from './explain';
-import { findWorkloads, type Workload } from './workloads';
+import {
+  DrainguardBugError,
+  EXIT_BUG,
+  EXIT_BUG_MEANING,
+  EXIT_FAILURE,
+  EXIT_FINDINGS,
+  EXIT_OK,
+  EXIT_USAGE,
+  formatExitCodes,
+  InputError,
+  UsageError,
+  type ExitCodeTable,
+} from './errors';
+import { explanationJson, formatExplanation } from './explain';
+import { plain, type Paint } from './terminal';
+import { findWorkloads, type Workload } from './pod-templates';
 import { parseYamlStream } from './yaml-stream';
 import { podViewOf } from './yaml-patch';
 import { DocumentPatcher } from './yaml-splice';
@@ -139,15 +152,30 @@ export function readSourceFile(name: string): string {
   }
 }
 
-const INJECT_FLAGS = {
+export const INJECT_FLAGS = {
   filename: { type: 'string', short: 'f', multiple: true, valueName: 'FILE', description: "YAML to inject ('-' for stdin); may be repeated" },
   config: { type: 'string', valueName: 'FILE', description: 'drainguard configuration file (YAML); defaults otherwise' },
   diff: { type: 'boolean', description: 'print a unified diff of input and output instead of the YAML' },
   explain: { type: 'boolean', description: "print each workload's shutdown timeline and warnings instead of the YAML" },
+  output: {
+    type: 'string',
+    short: 'o',
+    valueName: 'FORMAT',
+    values: ['yaml', 'json'],
+    description: 'yaml (default) or json: the manifests (a List when there are several), or with --explain the explanation',
+  },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } as const satisfies FlagSpecs;
 
-export const INJECT_USAGE = `Usage: drainguard inject -f FILE [-f FILE ...] [--config FILE] [--diff | --explain]
+export const INJECT_EXIT_CODES: ExitCodeTable = [
+  [EXIT_OK, 'success; with --diff, no differences'],
+  [EXIT_FINDINGS, '--diff only: the output differs from the input'],
+  [EXIT_USAGE, 'usage error: unknown flag, missing -f, a stray argument'],
+  [EXIT_FAILURE, 'unreadable or invalid input (YAML, a denied override annotation, a pod template, --config); nothing written'],
+  [EXIT_BUG, EXIT_BUG_MEANING],
+];
+
+export const INJECT_USAGE = `Usage: drainguard inject -f FILE [-f FILE ...] [--config FILE] [--diff | --explain] [-o yaml|json]
 
 Rewrites the Envoy pods and pod templates (Pod, Deployment, DaemonSet, StatefulSet, ReplicaSet, Job,
 CronJob, also inside a List) in multi-document YAML exactly as the drainguard webhook would mutate the
@@ -157,13 +185,7 @@ on its own output changes nothing. Warnings and a summary go to stderr.
 Flags:
 ${formatFlagHelp(INJECT_FLAGS)}
 
-Exit status (as diff and kubectl diff: above 1 is an error):
-  0  success; with --diff, no differences
-  1  --diff only: the output differs from the input
-  2  usage error
-  3  unreadable or invalid input (YAML, a denied override annotation, a pod template, --config); nothing written
-  4  a drainguard bug (reported with a stack trace)
-
+${formatExitCodes(INJECT_EXIT_CODES)}
 Examples:
   drainguard inject -f envoy.yaml | kubectl apply -f -
   kubectl get ds envoy -n projectcontour -o yaml | drainguard inject -f - --diff
@@ -178,6 +200,8 @@ export interface InjectEnvironment {
   readSource: (name: string) => string;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Colours what goes to stdout (the diff) when it is a terminal; plain otherwise. */
+  paint?: Paint;
 }
 
 /**
@@ -199,6 +223,11 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
   if (flags.diff && flags.explain) {
     throw new UsageError('drainguard inject: --diff and --explain cannot be combined');
   }
+  const output = flags.output ?? 'yaml';
+  if (output !== 'yaml' && output !== 'json') {
+    throw new UsageError(`drainguard inject: -o/--output must be yaml or json, not ${JSON.stringify(output)} (see 'drainguard inject --help')`);
+  }
+  if (flags.diff && output === 'json') throw new UsageError('drainguard inject: --diff prints a unified diff; it cannot be -o json');
 
   const config = flags.config === undefined ? environment.defaultConfig() : loadConfig(flags.config, environment);
   // Every source is read and parsed before anything is written: a bad document anywhere means no partial output.
@@ -214,19 +243,57 @@ export function runInject(argv: readonly string[], environment: InjectEnvironmen
     }
   }
   let status = EXIT_OK;
+  const workloads = streams.flatMap((stream) => stream.workloads);
   if (flags.diff) {
     for (const stream of streams) {
-      const diff = unifiedDiffOfParts(stream.documents, `${stream.source}\toriginal`, `${stream.source}\tinjected`);
+      const diff = unifiedDiffOfParts(stream.documents, { file: stream.source, oldHeader: 'original', newHeader: 'injected' });
       if (diff !== '') status = EXIT_FINDINGS;
-      environment.stdout(diff);
+      environment.stdout(paintDiff(diff, environment.paint ?? plain));
     }
   } else if (flags.explain) {
-    environment.stdout(formatExplanation(streams.flatMap((stream) => stream.workloads)));
+    environment.stdout(output === 'json' ? `${JSON.stringify(explanationJson(workloads), null, 2)}\n` : formatExplanation(workloads));
+  } else if (output === 'json') {
+    environment.stdout(`${JSON.stringify(manifestsAsJson(streams), null, 2)}\n`);
   } else {
     environment.stdout(joinStreams(streams.map((stream) => stream.output)));
   }
   environment.stderr(`${summarize(streams)}\n`);
   return status;
+}
+
+/**
+ * git's colours: the two file lines bold, hunk headers cyan, removed lines red, added lines green.
+ * One stream's diff has its file lines first and only there; every later line is in a hunk.
+ */
+function paintDiff(diff: string, paint: Paint): string {
+  if (paint === plain || diff === '') return diff;
+  const lines = diff.split('\n');
+  return lines
+    .map((line, index) => {
+      if (index < 2 && (line.startsWith('--- ') || line.startsWith('+++ '))) return paint('file', line);
+      if (line.startsWith('@@')) return paint('hunk', line);
+      if (line.startsWith('-')) return paint('removed', line);
+      if (line.startsWith('+')) return paint('added', line);
+      return line;
+    })
+    .join('\n');
+}
+
+/**
+ * The injected manifests as JSON, as `kubectl get -o json` prints them: the one object, or a `List`
+ * of every object (the items of a `List` document included, so kubectl never sees a List in a List).
+ */
+function manifestsAsJson(streams: readonly InjectedStream[]): unknown {
+  const objects: unknown[] = [];
+  for (const stream of streams) {
+    for (const streamDocument of parseYamlStream(stream.output, stream.source)) {
+      if (isEmptyDocument(streamDocument.document)) continue;
+      const value = streamDocument.document.toJS() as { kind?: unknown; items?: unknown } | null;
+      if (value !== null && typeof value === 'object' && value.kind === 'List' && Array.isArray(value.items)) objects.push(...value.items);
+      else objects.push(value);
+    }
+  }
+  return objects.length === 1 ? objects[0] : { apiVersion: 'v1', kind: 'List', metadata: {}, items: objects };
 }
 
 function loadConfig(path: string, environment: InjectEnvironment): Config {

@@ -3,29 +3,23 @@ import { defaultConfig } from '../config/defaults';
 import { loadConfigFile } from '../config/load';
 import { mutate } from '../mutate';
 import { VERSION } from '../version';
-import { CHECK_USAGE, runCheckCommand } from './check';
+import { runCheckCommand } from './check';
+import { COMMANDS, COMPLETION_USAGE, completionFor, findCommand, MAIN_USAGE, PROGRAM } from './commands';
+import { SHELLS, type Shell } from './completion';
 import { EXIT_OK, EXIT_USAGE, reportError, UsageError } from './errors';
-import { INJECT_USAGE, readSourceFile, runInject } from './inject';
+import { readSourceFile, runInject } from './inject';
 import { runServe } from './serve';
+import { didYouMean } from './suggest';
+import { paintFor } from './terminal';
+import { runVersionCommand } from './version-command';
 
 /** The `drainguard` command: dispatches to a subcommand and turns its errors into messages and exit codes. */
-
-const USAGE = `Usage: drainguard <command> [flags]
-
-Commands:
-  inject    rewrite Envoy pods and workloads in YAML files as the webhook would (offline)
-  serve     run the HTTPS admission webhook
-  check     check, read-only, which Envoy pods in a cluster are protected, and the installation
-  version   print the version
-  help      show this help, or a command's: drainguard help inject
-
-Run 'drainguard <command> --help' for a command's flags.
-`;
 
 const write = (stream: NodeJS.WriteStream) => (text: string) => void stream.write(text);
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const env = process.env;
   switch (command) {
     case 'inject':
       return runInject(rest, {
@@ -35,35 +29,65 @@ async function main(argv: readonly string[]): Promise<number> {
         readSource: readSourceFile,
         stdout: write(process.stdout),
         stderr: write(process.stderr),
+        paint: paintFor(process.stdout, env),
       });
     case 'serve':
       return runServe(rest);
     case 'check':
-      return runCheckCommand(rest, { stdout: write(process.stdout), env: process.env });
+      return runCheckCommand(rest, {
+        stdout: write(process.stdout),
+        env,
+        paint: paintFor(process.stdout, env),
+        // Progress of --wait rewrites one line: only for a person watching a terminal.
+        ...(process.stderr.isTTY ? { progress: write(process.stderr) } : {}),
+      });
     case 'version':
+      return runVersionCommand(rest, { stdout: write(process.stdout), env });
     case '--version':
-      process.stdout.write(`drainguard ${VERSION}\n`);
+      process.stdout.write(`${PROGRAM} ${VERSION}\n`);
       return EXIT_OK;
+    case 'completion':
+      return completion(rest);
     case 'help':
     case '--help':
     case '-h':
       return showHelp(rest);
     case undefined:
-      process.stderr.write(USAGE);
+      process.stderr.write(MAIN_USAGE);
       return EXIT_USAGE;
-    default:
-      throw new UsageError(`drainguard: unknown command '${command}'; run 'drainguard --help'`);
+    default: {
+      const names = COMMANDS.map((spec) => spec.name);
+      throw new UsageError(`${PROGRAM}: unknown command '${command}'${didYouMean(command, names)} (run '${PROGRAM} --help')`);
+    }
   }
 }
 
+function completion(args: readonly string[]): number {
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
+    process.stdout.write(COMPLETION_USAGE);
+    return EXIT_OK;
+  }
+  const [shell, ...extra] = args;
+  if (shell === undefined || extra.length > 0 || !(SHELLS as readonly string[]).includes(shell)) {
+    const hint = shell === undefined ? '' : didYouMean(shell, SHELLS);
+    throw new UsageError(`${PROGRAM} completion: name one shell: ${SHELLS.join(', ')}${hint} (see '${PROGRAM} completion --help')`);
+  }
+  process.stdout.write(completionFor(shell as Shell));
+  return EXIT_OK;
+}
+
 async function showHelp(topics: readonly string[]): Promise<number> {
-  const [topic] = topics;
-  if (topic === undefined) process.stdout.write(USAGE);
-  else if (topic === 'inject') process.stdout.write(INJECT_USAGE);
-  else if (topic === 'check') process.stdout.write(CHECK_USAGE);
-  // serve owns its flags, so it prints its own usage.
-  else if (topic === 'serve') return runServe(['--help']);
-  else throw new UsageError(`drainguard help: no help for '${topic}'; commands: inject, serve, check, version`);
+  const [topic, ...extra] = topics;
+  if (topic === undefined) {
+    process.stdout.write(MAIN_USAGE);
+    return EXIT_OK;
+  }
+  const spec = findCommand(topic);
+  if (!spec || extra.length > 0) {
+    const names = COMMANDS.map((command) => command.name);
+    throw new UsageError(`${PROGRAM} help: no help for '${topics.join(' ')}'${didYouMean(topic, names)}; commands: ${names.join(', ')}`);
+  }
+  process.stdout.write(spec.usage);
   return EXIT_OK;
 }
 

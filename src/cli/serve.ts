@@ -11,11 +11,11 @@ import { startWebhook, type TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from './errors';
+import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
 
 const COMMAND = 'drainguard serve';
 
-const FLAGS = {
+export const SERVE_FLAGS = {
   host: { type: 'string', valueName: 'ADDR', description: 'listen address (default 0.0.0.0; 127.0.0.1 with --dev)' },
   port: { type: 'string', valueName: 'N', description: 'HTTPS port (default 8443; 0 picks a free one)' },
   config: { type: 'string', valueName: 'FILE', description: 'YAML configuration overriding the defaults' },
@@ -58,19 +58,27 @@ const FLAGS = {
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;
 
+export const SERVE_EXIT_CODES: ExitCodeTable = [
+  [EXIT_OK, 'stopped by SIGTERM or SIGINT after a graceful shutdown'],
+  [EXIT_USAGE, 'wrong flags'],
+  [EXIT_FAILURE, 'cannot start: an invalid --config, unusable certificates, the port cannot be bound'],
+  [EXIT_BUG, EXIT_BUG_MEANING],
+];
+
 export const SERVE_USAGE = `Usage: ${COMMAND} [flags]
 
 Runs the HTTPS admission webhook: POST /mutate, GET /healthz, /readyz, /metrics.
 
-${formatFlagHelp(FLAGS)}
-`;
+${formatFlagHelp(SERVE_FLAGS)}
+
+${formatExitCodes(SERVE_EXIT_CODES)}`;
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 
 export async function runServe(argv: string[]): Promise<number> {
   let flags;
   try {
-    flags = parseFlags(COMMAND, argv, FLAGS);
+    flags = parseFlags(COMMAND, argv, SERVE_FLAGS);
   } catch (error) {
     return usage(error);
   }
@@ -133,7 +141,7 @@ function devCertificates(logger: Logger): TlsSource {
   return { mode: 'files', certPath: paths.cert, keyPath: paths.key };
 }
 
-type Flags = ReturnType<typeof parseFlags<typeof FLAGS>>;
+type Flags = ReturnType<typeof parseFlags<typeof SERVE_FLAGS>>;
 
 function resolveSettings(flags: Flags) {
   const fail = (message: string): never => {

@@ -259,8 +259,8 @@ interface Style {
 
 const COMMENT_OR_NOTHING = /^[ \t]*(#.*)?$/;
 const INDEX = /^(0|[1-9]\d*)$/;
-/** The key `render` writes for an entry whose key stays as the source has it. */
-const PLACEHOLDER_KEY = 'k';
+/** A throw-away key: `render` needs one to write a replaced value, and only the text after it is kept (the source keeps its own key). */
+const KEY_DISCARDED_FROM_RENDERING = 'k';
 
 /** One parse of a template's text, and the edits of the operations that can share it. */
 class SplicePass {
@@ -488,8 +488,8 @@ class SplicePass {
     const { text } = this.source;
     const anchor = entry.kind === 'pair' ? this.colonEnd(entry.pair) : this.dashOf(entry.seq, entry.index) + 1;
     const column = this.source.column(entry.kind === 'pair' ? this.source.range(entry.pair.key)[0] : anchor - 1);
-    const rendered = this.render(entry.kind, PLACEHOLDER_KEY, value);
-    const head = rendered[0]!.slice(entry.kind === 'pair' ? PLACEHOLDER_KEY.length + 1 : 1);
+    const rendered = this.render(entry.kind, KEY_DISCARDED_FROM_RENDERING, value);
+    const head = rendered[0]!.slice(entry.kind === 'pair' ? KEY_DISCARDED_FROM_RENDERING.length + 1 : 1);
     const rest = this.indent(rendered.slice(1), column);
 
     const [oldStart, oldEnd] = this.source.range(old);

@@ -28,7 +28,7 @@ export function defaultConfig(): Config {
     },
     // envoy-shutdown's peak RSS is ~1.5 MiB against an Envoy with 10,000 listeners and stays under
     // 2 MiB for a 100 MB stats answer (npm run bench, test/e2e/shutdown/hostile-admin.test.ts); its
-    // JavaScript heap is capped at 8 MiB (runtime/host.c), so it cannot pass ~10 MiB. 16Mi keeps a margin.
+    // JavaScript heap is capped at 8 MiB (src/shutdown/runtime/host.c), so it cannot pass ~10 MiB. 16Mi keeps a margin.
     shutdownProgramMemory: '16Mi',
     liveness: {
       periodSeconds: 10,

@@ -18,7 +18,7 @@ import type { Log } from './log';
 import type { RecordSink } from './record-file';
 import { parseServerInfo, type ServerInfo } from './server-info';
 
-/** The drain command's arguments (src/drain-contract.ts), with the listener patterns compiled. */
+/** The drain command's arguments (src/drain-contract/), with the listener patterns compiled. */
 export type DrainSettings = Omit<DrainArguments, 'admin' | 'excludeListeners' | 'terminationMessagePath'> & {
   /** How the admin address is shown in the start line (e.g. `unix:/admin/admin.sock`). */
   adminLabel?: string;

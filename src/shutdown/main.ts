@@ -2,7 +2,7 @@
  * `envoy-shutdown`: Envoy's own preStop drain (docs/design.md, "The drain"). Everything that touches the
  * system goes through a Platform (platform/platform.ts): Node's when run from the sources (tests), the
  * QuickJS host's inside the static executable (build/build-executable.mjs, docs/envoy-shutdown.md). The
- * command line is the drain contract's (../drain-contract.ts), which the webhook writes it with.
+ * command line is the drain contract's (../drain-contract/), which the webhook writes it with.
  *
  *   envoy-shutdown install --to DIR
  *   envoy-shutdown drain --admin unix:/admin/admin.sock [--deadline 290s] …

@@ -138,6 +138,8 @@ export interface RenderOptions {
   releaseName?: string;
   /** The cluster version `helm template` assumes (`--kube-version`); helm's own default otherwise. */
   kubeVersion?: string;
+  /** Also render the `helm test` hooks (templates/tests/), which `helm install` does not create. */
+  withTests?: boolean;
 }
 
 export function templateArgs(opts: RenderOptions = {}): string[] {
@@ -146,6 +148,7 @@ export function templateArgs(opts: RenderOptions = {}): string[] {
   for (const [k, v] of Object.entries(opts.setString ?? {})) args.push('--set-string', `${k}=${v}`);
   for (const [k, v] of Object.entries(opts.setJson ?? {})) args.push('--set-json', `${k}=${JSON.stringify(v)}`);
   if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion);
+  if (!opts.withTests) args.push('--skip-tests');
   return args;
 }
 

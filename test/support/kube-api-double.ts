@@ -48,6 +48,20 @@ export interface DenyRule {
   namespace?: string;
 }
 
+/** An RBAC PolicyRule, as a Role or ClusterRole holds it. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** The rules of one Role (bound in `namespace`) or ClusterRole (no namespace: everywhere). */
+export interface Grant {
+  namespace?: string;
+  rules: PolicyRule[];
+}
+
 interface Gate {
   matches: (method: string, path: string) => boolean;
   waiting: (() => void)[];
@@ -167,9 +181,25 @@ export class KubeApiDouble {
   /** Objects by resource, then by `namespace/name` (`/name` when cluster-scoped). */
   private readonly store = new Map<string, Map<string, KubeObject>>();
   private readonly denied: DenyRule[] = [];
+  /** When set, only what these grants allow is allowed, as RBAC evaluates rules (see `allowOnly`). */
+  private grants: Grant[] | undefined;
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
   private resourceVersion = 1000;
+  /** What `GET /version` answers (apimachinery's version.Info); tests set it to play another release. */
+  serverVersion: { major: string; minor: string; gitVersion: string; [field: string]: string } = {
+    major: '1',
+    minor: '32',
+    gitVersion: 'v1.32.0',
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '2024-12-11T00:00:00Z',
+    goVersion: 'go1.23.3',
+    compiler: 'gc',
+    platform: 'linux/amd64',
+  };
+  /** API groups served besides the built-in ones (as a CRD's group would be), for discovery. */
+  private readonly servedGroups = new Map<string, { name: string; kind: string; namespaced: boolean }[]>();
   private readonly token = randomUUID();
   private readonly sockets = new Set<Socket>();
   private constructor(
@@ -242,6 +272,41 @@ export class KubeApiDouble {
     const released = new Promise<void>((resolve) => (release = resolve));
     this.holds.push({ matches: (m, p) => m === method && pathPattern.test(p), arrive: signalArrived, released });
     return { arrived, release };
+  }
+
+  /**
+   * Serves discovery for a group version, as the API server does once a CRD of that group is
+   * established: `GET /apis/GROUP/VERSION` answers an APIResourceList (with each resource's `/status`
+   * subresource, as CRDs with a status subresource have). Objects of it are not stored.
+   */
+  serveGroupVersion(groupVersion: string, resources: { name: string; kind: string; namespaced: boolean }[]): void {
+    this.servedGroups.set(groupVersion, resources);
+  }
+
+  /**
+   * From now on the user may do only what `grants` allow, as the RBAC authorizer decides it: a rule
+   * matches when its apiGroups, resources and verbs hold the request's (or `*`) and, when it names
+   * resourceNames, the request names one of them (a list or a create names none); a Role's rules hold
+   * only in its namespace. Everything else is 403, worded as RBAC words it.
+   */
+  allowOnly(grants: Grant[]): void {
+    this.grants = grants;
+  }
+
+  private allowedByGrants(verb: Verb, type: ResourceType, namespace: string | undefined, name: string | undefined): boolean {
+    if (this.grants === undefined) return true;
+    const has = (list: readonly string[], value: string) => list.includes('*') || list.includes(value);
+    return this.grants.some(
+      (grant) =>
+        (grant.namespace === undefined || grant.namespace === namespace) &&
+        grant.rules.some(
+          (rule) =>
+            has(rule.apiGroups, type.group) &&
+            has(rule.resources, type.resource) &&
+            has(rule.verbs, verb) &&
+            (rule.resourceNames === undefined || rule.resourceNames.length === 0 || (name !== undefined && rule.resourceNames.includes(name))),
+        ),
+    );
   }
 
   /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
@@ -349,6 +414,8 @@ export class KubeApiDouble {
       });
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     };
+    // `system:public-info-viewer` lets anyone read /version, authenticated or not.
+    if (method === 'GET' && path === '/version') return reply(200, this.serverVersion);
     if (req.headers.authorization !== `Bearer ${this.token}`) return reply(401, status.unauthorized());
     if (chunks.length > 0) {
       try {
@@ -357,12 +424,23 @@ export class KubeApiDouble {
         return reply(400, status.badRequest(`invalid JSON: ${(error as Error).message}`));
       }
     }
+    const discovery = /^\/apis\/([^/]+\/[^/]+)$/.exec(path);
+    const served = discovery && this.servedGroups.get(discovery[1]!);
+    if (method === 'GET' && served) {
+      const resources = served.flatMap((resource) => [
+        { name: resource.name, singularName: resource.kind.toLowerCase(), namespaced: resource.namespaced, kind: resource.kind, verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'] },
+        { name: `${resource.name}/status`, singularName: '', namespaced: resource.namespaced, kind: resource.kind, verbs: ['get', 'patch', 'update'] },
+      ]);
+      return reply(200, { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: discovery![1], resources });
+    }
+    if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') return reply(201, this.accessReview(body));
     const target = parseTarget(path);
     const verb = target && verbOf(method, target);
     if (!target) return reply(404, status.pathNotFound());
     if (!verb) return reply(405, status.notAllowed(method));
     const { type, namespace, name } = target;
-    if (this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace))) {
+    const deniedByRule = this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace));
+    if (deniedByRule || !this.allowedByGrants(verb, type, namespace, verb === 'create' ? undefined : name)) {
       return reply(
         403,
         status.forbidden({
@@ -477,6 +555,20 @@ export class KubeApiDouble {
       return item;
     });
     return reply(200, { kind: `${type.kind}List`, apiVersion: apiVersionOf(type), metadata, items });
+  }
+
+  /**
+   * A SelfSubjectAccessReview answered from the deny rules, as the authorizer would answer it for a
+   * user allowed everything else: the request's spec back with `status.allowed` (and `denied`, as RBAC
+   * sets neither reason nor denied on a plain "no rule allows it"). Nothing is stored.
+   */
+  private accessReview(body: unknown): unknown {
+    const review = (body ?? {}) as { spec?: { resourceAttributes?: { verb?: string; resource?: string; namespace?: string } } };
+    const attributes = review.spec?.resourceAttributes ?? {};
+    const refused = this.denied.some(
+      (rule) => rule.verb === attributes.verb && rule.resource === attributes.resource && (rule.namespace === undefined || rule.namespace === attributes.namespace),
+    );
+    return { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: review.spec ?? {}, status: { allowed: !refused } };
   }
 
   private async waitAtGate(method: string, path: string): Promise<void> {

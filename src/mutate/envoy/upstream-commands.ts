@@ -56,11 +56,11 @@ function findSubcommand(argv: readonly string[]): { program: UpstreamProgram; su
 
 /** A flag's name after the dashes and before any `=`. */
 const FLAG_NAME = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
-const SHOWN_LENGTH = 64;
+const WARNING_FLAG_LENGTH = 64;
 
 /** A flag as written, cut short: it is quoted into warnings, which the API server truncates. */
-function shown(text: string): string {
-  return text.length > SHOWN_LENGTH ? `${text.slice(0, SHOWN_LENGTH - 3)}...` : text;
+function truncatedForWarning(text: string): string {
+  return text.length > WARNING_FLAG_LENGTH ? `${text.slice(0, WARNING_FLAG_LENGTH - 3)}...` : text;
 }
 
 /** The flags after the subcommand; arguments that are not flags (Contour bootstrap's path) are skipped. */
@@ -74,15 +74,15 @@ function parseFlags(argv: readonly string[], from: number): UpstreamFlag[] {
     const name = equals === -1 ? arg.slice(2) : arg.slice(2, equals);
     if (!FLAG_NAME.test(name)) continue;
     if (equals !== -1) {
-      flags.push({ name, value: arg.slice(equals + 1), text: shown(arg) });
+      flags.push({ name, value: arg.slice(equals + 1), text: truncatedForWarning(arg) });
       continue;
     }
     const next = argv[i + 1];
     if (next !== undefined && !next.startsWith('-')) {
-      flags.push({ name, value: next, text: shown(`--${name} ${next}`) });
+      flags.push({ name, value: next, text: truncatedForWarning(`--${name} ${next}`) });
       i += 1;
     } else {
-      flags.push({ name, value: undefined, text: shown(`--${name}`) });
+      flags.push({ name, value: undefined, text: truncatedForWarning(`--${name}`) });
     }
   }
   return flags;

@@ -65,7 +65,7 @@ const RECORDED = 'installed earlier (drainguard.io/status)';
  * What a later change undid of drainguard's earlier pass, as the status annotation records it; the
  * steps restore each (docs/design.md, "The status annotation and re-invocation").
  */
-function undone(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
+function changesUndoneSinceLastPass(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
   if (status === undefined) return [];
   const found: string[] = [];
   const preStop = envoy.lifecycle?.preStop;
@@ -192,7 +192,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, commands, overrides.adminAddress);
   for (const warning of adminWarnings) warnings.push(warning);
   if (drainBlocked === undefined) {
-    for (const warning of undone(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
+    for (const warning of changesUndoneSinceLastPass(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
     for (const undetermined of defaults.undetermined) {
       if (!decidedAhead(undetermined.setting, overrides, previous !== undefined)) warnings.push(undeterminedWarning(undetermined));

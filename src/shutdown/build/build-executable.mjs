@@ -104,7 +104,8 @@ function inputsHash() {
     ...sources,
     // The modules outside src/shutdown the program imports (test/unit/shutdown checks there are no others).
     readFileSync(join(ROOT, 'src/version.ts'), 'utf8'),
-    readFileSync(join(ROOT, 'src/drain-contract.ts'), 'utf8'),
+    // The contract is a folder of files (src/drain-contract/index.ts and the concerns it exports).
+    ...filesUnder(join(ROOT, 'src/drain-contract')).sort().map((file) => `${relative(ROOT, file)}\n${readFileSync(file, 'utf8')}`),
     readFileSync(join(ROOT, 'src/drain-record.ts'), 'utf8'),
     `esbuild ${esbuildVersion}`,
     QUICKJS.integrity,

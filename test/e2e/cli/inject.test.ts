@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -6,6 +7,8 @@ import type { Container, Pod } from '../../../src/mutate/k8s';
 import { PROTECTED_LABEL } from '../../../src/mutate';
 import { applyUnifiedDiff } from '../../unit/cli/apply-unified-diff';
 import { unjustifiedChanges } from '../../unit/cli/changed-lines';
+import { CLI_MAIN } from '../../support/build';
+import { NODE } from '../../support/repo';
 import { buildCli, CONTOUR_FIXTURES, drainguard, npx } from './run-cli';
 
 beforeAll(() => buildCli(), 120_000);
@@ -325,9 +328,9 @@ describe('drainguard', () => {
     expect(drainguard(['help', 'inject']).stdout).toBe(direct.stdout);
   });
 
-  test('version and --version print the package version', () => {
+  test('version --client and --version print the package version (and nothing about a cluster)', () => {
     const { version } = JSON.parse(readFileSync(`${__dirname}/../../../package.json`, 'utf8')) as { version: string };
-    for (const args of [['version'], ['--version']]) {
+    for (const args of [['version', '--client'], ['--version']]) {
       const result = drainguard(args);
       expect(result.status).toBe(0);
       expect(result.stdout).toBe(`drainguard ${version}\n`);
@@ -337,5 +340,48 @@ describe('drainguard', () => {
   test('the Contour fixture paths exist inside the repository', () => {
     expect(CONTOUR_FIXTURES.map((fixture) => basename(fixture))).toHaveLength(3);
     for (const fixture of CONTOUR_FIXTURES) expect(readFileSync(fixture, 'utf8')).toContain('kind: DaemonSet');
+  });
+});
+
+describe('drainguard inject -o json, and --diff as a patch', () => {
+  test('--diff names the file, so GNU patch applies it to that file and gives exactly the injected YAML', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'drainguard-patch-'));
+    try {
+      const input = readFileSync(CONTOUR_FIXTURES[0]!, 'utf8');
+      writeFileSync(join(directory, 'envoy.yaml'), input);
+      const run = (args: string[], stdin = '') => spawnSync(NODE, [CLI_MAIN, ...args], { cwd: directory, input: stdin, encoding: 'utf8' });
+      const injected = run(['inject', '-f', 'envoy.yaml']).stdout;
+      const diff = run(['inject', '-f', 'envoy.yaml', '--diff']);
+      expect(diff.status).toBe(1);
+      expect(diff.stdout.split('\n').slice(0, 2)).toEqual(['--- envoy.yaml\toriginal', '+++ envoy.yaml\tinjected']);
+      const patched = spawnSync('patch', ['-p0', '--quiet'], { cwd: directory, input: diff.stdout, encoding: 'utf8' });
+      expect(patched.stderr).toBe('');
+      expect(patched.status).toBe(0);
+      expect(readFileSync(join(directory, 'envoy.yaml'), 'utf8')).toBe(injected);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  test('-o json: the one object as JSON, or a List of all; with --explain, the explanation; not with --diff', () => {
+    const one = drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!, '-o', 'json']);
+    expect(one.status).toBe(0);
+    const yaml = parseAllDocuments(drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!]).stdout).map((document) => document.toJS() as unknown).filter((value) => value !== null);
+    const json = JSON.parse(one.stdout) as { kind: string; items?: unknown[] };
+    expect(yaml.length === 1 ? json : json.items).toEqual(yaml.length === 1 ? yaml[0] : yaml);
+    const two = JSON.parse(drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!, '-f', CONTOUR_FIXTURES[1]!, '-o', 'json']).stdout) as { kind: string; items: unknown[] };
+    expect(two.kind).toBe('List');
+    const explained = JSON.parse(drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!, '--explain', '-o', 'json']).stdout) as { kind: string; shutdown: { event: string }[] }[];
+    expect(explained.find((workload) => workload.kind === 'DaemonSet')!.shutdown.map((event) => event.event)).toEqual([
+      'prestop-start',
+      'health-check-failed',
+      'minimum-drain',
+      'deadline',
+      'grace-period-end',
+      'sigkill',
+    ]);
+    const refused = drainguard(['inject', '-f', CONTOUR_FIXTURES[0]!, '--diff', '-o', 'json']);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toBe('drainguard inject: --diff prints a unified diff; it cannot be -o json\n');
   });
 });

@@ -31,3 +31,10 @@ test('follows the TLS mode and failure policy', () => {
   expect(notes('webhook.failurePolicy=Fail')).toContain('an unreachable webhook rejects pods');
   expect(notes()).toContain('failurePolicy Ignore lets pods');
 });
+
+test('names drainguard check as the next step, with this release, and helm test', () => {
+  expect(notes()).toContain('drainguard check --release drainguard --drainguard-namespace drainguard-system --all-namespaces --wait 120s');
+  expect(notes('fullnameOverride=dg')).toContain('--fullname dg --all-namespaces');
+  expect(notes()).toContain('helm test drainguard -n drainguard-system --logs');
+  expect(notes('helmTest.enabled=false')).not.toContain('helm test');
+});

@@ -17,6 +17,7 @@ type ModelClass = new (data: K8sObject) => Model;
 /** apiVersion/kind → kubernetes-models module (ESM only, hence dynamic import) and class name. */
 const BUILT_IN: Record<string, string> = {
   'v1/ConfigMap': 'kubernetes-models/v1/ConfigMap',
+  'v1/Pod': 'kubernetes-models/v1/Pod',
   'v1/Service': 'kubernetes-models/v1/Service',
   'v1/ServiceAccount': 'kubernetes-models/v1/ServiceAccount',
   'v1/Secret': 'kubernetes-models/v1/Secret',

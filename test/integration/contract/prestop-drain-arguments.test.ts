@@ -1,5 +1,5 @@
 /**
- * The contract between the webhook and the drain program (src/drain-contract.ts): every drain setting
+ * The contract between the webhook and the drain program (src/drain-contract/): every drain setting
  * written with the flag table's formatter is read back by the program's parser as the same setting,
  * and every preStop command `mutate` writes is accepted by `envoy-shutdown drain` and means what the
  * timeline says. A command the program refused would fail at shutdown (a FailedPreStopHook event),

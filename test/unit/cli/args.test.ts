@@ -1,5 +1,6 @@
 import { formatFlagHelp, parseFlags, type FlagSpecs } from '../../../src/cli/args';
 import { UsageError } from '../../../src/cli/errors';
+import { UsageError as ContractUsageError } from '../../../src/drain-contract';
 
 const FLAGS = {
   filename: { type: 'string', short: 'f', multiple: true, valueName: 'FILE', description: 'input' },
@@ -42,23 +43,34 @@ describe('parseFlags', () => {
     expect(message).toContain('unknown flag --bogus');
     expect(message).toContain('--help');
     expect(usageErrorOf('-z')).toContain('unknown flag -z');
+    expect(usageErrorOf('--dif')).toContain("unknown flag --dif; did you mean '--diff'?");
+  });
+
+  test("it is the drain contract's parser and error: one UsageError class for both", () => {
+    expect(UsageError).toBe(ContractUsageError);
+  });
+
+  test('short forms: -fFILE, -f=FILE; a value that looks like a flag is refused unless written with =', () => {
+    expect(parse('-fa.yaml', '-f=b.yaml').filename).toEqual(['a.yaml', 'b.yaml']);
+    expect(usageErrorOf('-f', '-x')).toBe(`drainguard inject: -f needs a value: "-x" looks like a flag (write -f=-x if it is the value) (see 'drainguard inject --help')`);
+    expect(parse('--config=-x').config).toBe('-x');
   });
 
   test('a positional argument is rejected', () => {
-    expect(usageErrorOf('envoy.yaml')).toContain("unexpected argument 'envoy.yaml'");
+    expect(usageErrorOf('envoy.yaml')).toContain('unexpected argument "envoy.yaml"');
   });
 
   test('a missing value is rejected', () => {
-    expect(usageErrorOf('-f')).toMatch(/-f, --filename.*argument missing/);
-    expect(usageErrorOf('-f', '--diff')).toMatch(/'-f' argument is ambiguous/);
+    expect(usageErrorOf('-f')).toContain('-f needs a value');
+    expect(usageErrorOf('-f', '--diff')).toContain('-f needs a value: "--diff" looks like a flag');
   });
 
   test('a value for a boolean flag is rejected', () => {
-    expect(usageErrorOf('--diff=yes')).toContain("'--diff' does not take an argument");
+    expect(usageErrorOf('--diff=yes')).toContain('--diff takes no value');
   });
 
   test('a single-valued flag given twice is rejected instead of silently taking the last', () => {
-    expect(usageErrorOf('--config', 'a', '--config', 'b')).toContain('--config may be given only once');
+    expect(usageErrorOf('--config', 'a', '--config', 'b')).toContain('--config given more than once');
   });
 });
 

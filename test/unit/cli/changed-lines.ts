@@ -1,8 +1,9 @@
 import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, Parser, type Node } from 'yaml';
-import { diffLines, splitLines } from '../../../src/cli/diff';
+import { gnuLineEdits, splitLines } from '../../support/gnu-diff';
 
 /**
- * A test oracle, independent of how `inject` edits text: which lines of a diff change nothing.
+ * A test oracle, independent of how `inject` edits text and of the diff `--diff` prints (lines are
+ * matched by GNU diff): which lines of a diff change nothing.
  *
  * Each line of a YAML text states facts: `path = value` for every scalar written on it (a block scalar
  * on each of its lines), `path = {keys}` / `path = [n items]` for a key whose value is a collection, and
@@ -21,25 +22,22 @@ export function unjustifiedChanges(before: string, after: string): string[] {
   const problems: string[] = [];
   let oldLine = 0;
   let newLine = 0;
-  for (const edit of diffLines(oldLines, newLines)) {
-    if (edit.kind === 'delete') {
+  for (const edit of gnuLineEdits(before, after)) {
+    if (edit === 'delete') {
+      const line = oldLines[oldLine]!;
       const facts = old.lines[oldLine] ?? new Set<string>();
       const stated = ![...facts].some((fact) => !updated.all.has(fact));
-      if (stated && !updated.written.has(written(edit.line, facts))) problems.push(`-${edit.line.replace(/\r?\n$/, '')}`);
-    } else if (edit.kind === 'insert') {
+      if (stated && !updated.written.has(written(line, facts))) problems.push(`-${line.replace(/\r?\n$/, '')}`);
+    } else if (edit === 'insert') {
+      const line = newLines[newLine]!;
       const facts = updated.lines[newLine] ?? new Set<string>();
       const stated = ![...facts].some((fact) => !old.all.has(fact));
-      if (stated && !old.written.has(written(edit.line, facts))) problems.push(`+${edit.line.replace(/\r?\n$/, '')}`);
+      if (stated && !old.written.has(written(line, facts))) problems.push(`+${line.replace(/\r?\n$/, '')}`);
     }
-    if (edit.kind !== 'insert') oldLine++;
-    if (edit.kind !== 'delete') newLine++;
+    if (edit !== 'insert') oldLine++;
+    if (edit !== 'delete') newLine++;
   }
   return problems;
-}
-
-/** How many lines `--diff` shows as removed plus added. */
-export function changedLineCount(before: string, after: string): number {
-  return diffLines(splitLines(before), splitLines(after)).filter((edit) => edit.kind !== 'equal').length;
 }
 
 interface Facts {

@@ -1,5 +1,5 @@
-import { formatExplanation } from '../../../src/cli/explain';
-import type { WorkloadReport } from '../../../src/cli/report';
+import { explanationJson, formatExplanation, shutdownEvents } from '../../../src/cli/explain';
+import type { WorkloadReport } from '../../../src/cli/inject-results';
 import { loadPod, mutateOk } from '../mutate/support';
 
 /** The real core's timeline for Contour's Envoy pod (grace period 300 s). */
@@ -29,6 +29,13 @@ describe('formatExplanation', () => {
         "  admin address     unix:/admin/admin.sock     Contour's admin socket: an emptyDir mounted at /admin in Envoy",
         "  not counted       :8002                      Envoy's readiness probe; Envoy's port metrics; Contour's stats and health listener (stats-health, 0.0.0.0:8002 by default)",
         "                    :9001                      Contour's read-only admin listener envoy-admin (127.0.0.1:9001), from the admin socket releases on",
+        '  shutdown, to scale (5s per =):',
+        '    preStop starts        0s  |                                                              the pod is deleted: the grace period and the drain start',
+        '    health check fails    0s  |                                                              after the drain delay: load balancers stop sending new connections',
+        '    minimum drain         0s  |                                                              the drain never ends sooner, even with no connections left',
+        '    deadline            290s  ==========================================================|    the drain ends at the latest; Envoy gets SIGTERM',
+        '    grace period end    300s  ============================================================|  terminationGracePeriodSeconds',
+        '    SIGKILL             300s  ============================================================|  the kubelet kills whatever still runs',
         '  warnings:',
         '    - memory limit is tight',
         '',
@@ -117,5 +124,43 @@ describe('formatExplanation', () => {
 
   test('no workloads at all', () => {
     expect(formatExplanation([])).toBe('No Pod or workload found in the input.\n');
+  });
+});
+
+describe('the shutdown drawn to scale', () => {
+  const bars = (text: string) =>
+    Object.fromEntries(
+      [...text.matchAll(/^ {4}(\S.*?)\s+(\d+(?:\.\d+)?s)  (=*)\|/gm)].map((match) => [match[1]!, { at: match[2]!, columns: match[3]!.length }]),
+    );
+
+  test('each bar is as long as its time, on one scale: 60 columns for preStop start to SIGKILL', () => {
+    const timeline = { ...TIMELINE, gracePeriodSeconds: 120, deadlineSeconds: 60, drainDelaySeconds: 15, minDrainSeconds: 15 };
+    const text = formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline } }]);
+    expect(text).toContain('shutdown, to scale (2s per =):');
+    expect(bars(text)).toEqual({
+      'preStop starts': { at: '0s', columns: 0 },
+      'health check fails': { at: '15s', columns: 8 },
+      'minimum drain': { at: '30s', columns: 15 },
+      deadline: { at: '60s', columns: 30 },
+      'grace period end': { at: '120s', columns: 60 },
+      SIGKILL: { at: '120s', columns: 60 },
+    });
+  });
+
+  test('a deadline at the end of the grace period: the kubelet still gives Envoy 2s after SIGTERM', () => {
+    const events = shutdownEvents({ ...TIMELINE, gracePeriodSeconds: 30, deadlineSeconds: 30 });
+    expect(events.at(-1)).toEqual({ event: 'sigkill', seconds: 32 });
+    expect(events.find((event) => event.event === 'grace-period-end')).toEqual({ event: 'grace-period-end', seconds: 30 });
+  });
+
+  test('no drawing when Envoy got no drain hook; --explain -o json carries the same events', () => {
+    const noDrain = { ...TIMELINE, drainInstalled: false };
+    expect(formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline: noDrain } }])).not.toContain('to scale');
+    const [json] = explanationJson([{ ...at, outcome: { status: 'mutated', patch: [], actions: ['prestop'], warnings: [], timeline: TIMELINE } }]) as {
+      shutdown: unknown;
+      actions: string[];
+    }[];
+    expect(json!.actions).toEqual(['prestop']);
+    expect(json!.shutdown).toEqual(shutdownEvents(TIMELINE));
   });
 });

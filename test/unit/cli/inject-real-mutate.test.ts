@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { applyPatch, type Operation } from 'fast-json-patch';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { injectStream } from '../../../src/cli/inject';
-import { findWorkloads } from '../../../src/cli/workloads';
+import { findWorkloads } from '../../../src/cli/pod-templates';
 import { podViewOf } from '../../../src/cli/yaml-patch';
 import { DocumentPatcher } from '../../../src/cli/yaml-splice';
 import { parseYamlStream } from '../../../src/cli/yaml-stream';

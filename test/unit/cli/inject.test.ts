@@ -4,7 +4,7 @@ import { ConfigError } from '../../../src/config/load';
 import { DrainguardBugError, InputError, UsageError } from '../../../src/cli/errors';
 import { injectStream, joinStreams, runInject, type InjectEnvironment, type MutateFunction } from '../../../src/cli/inject';
 import { mutate, PatchVerificationError } from '../../../src/mutate';
-import { summarize } from '../../../src/cli/report';
+import { summarize } from '../../../src/cli/inject-results';
 import type { PatchOperation } from '../../../src/mutate/result';
 import { unjustifiedChanges } from './changed-lines';
 import { VERSION } from '../../../src/version';

@@ -36,7 +36,7 @@ describe.each(LIMIT_FLAGS)('--%s', (flag, min, max) => {
   test('a negative value written as the next argument is refused as a missing value', async () => {
     const { code, stderr } = await refusal([`--${flag}`, '-1']);
     expect(code).toBe(EXIT_USAGE);
-    expect(stderr).toBe(`drainguard serve: flag '--${flag}' argument is ambiguous. (see 'drainguard serve --help')\n`);
+    expect(stderr).toBe(`drainguard serve: --${flag} needs a value: "-1" looks like a flag (write --${flag}=-1 if it is the value) (see 'drainguard serve --help')\n`);
   });
 
   test('is in the help', () => {

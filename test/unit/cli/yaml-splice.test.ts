@@ -1,7 +1,7 @@
 import { isMap, parse } from 'yaml';
 import { DocumentPatcher, type PrintedDocument } from '../../../src/cli/yaml-splice';
 import { parseYamlStream } from '../../../src/cli/yaml-stream';
-import { findWorkloads } from '../../../src/cli/workloads';
+import { findWorkloads } from '../../../src/cli/pod-templates';
 import type { PatchOperation } from '../../../src/mutate/result';
 import { unjustifiedChanges } from './changed-lines';
 

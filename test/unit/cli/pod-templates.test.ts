@@ -1,5 +1,5 @@
 import { parseDocument } from 'yaml';
-import { findWorkloads } from '../../../src/cli/workloads';
+import { findWorkloads } from '../../../src/cli/pod-templates';
 
 const POD_SPEC = 'spec:\n  containers:\n  - name: envoy\n';
 const indent = (text: string, spaces: number) => text.replace(/^(?=.)/gm, ' '.repeat(spaces));

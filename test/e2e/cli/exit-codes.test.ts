@@ -1,0 +1,122 @@
+/**
+ * Exit codes are one fact: each command's table in src/cli (what `--help` prints), the "Exit codes"
+ * table of its page in docs/, and what the built process really returns must agree. The help text and
+ * the docs are read back and parsed; every code but 4 (a drainguard bug) is then provoked for real.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { COMMANDS } from '../../../src/cli/commands';
+import { assertDistBuilt } from '../../support/build';
+import { CONTOUR_FIXTURES_DIR, REPO_ROOT } from '../../support/repo';
+import { KubeApiDouble } from '../../support/kube-api-double';
+import { installDrainguard, namespace, OPT_IN, pod, templates } from '../../integration/check/cluster-scenario';
+import { spawnDrainguard, stopAll } from './spawn-cli';
+
+/** The page that documents each command's exit codes. */
+const DOCS: Readonly<Record<string, string>> = {
+  inject: 'docs/inject.md',
+  check: 'docs/check.md',
+  serve: 'docs/serve.md',
+  version: 'docs/cli.md',
+  completion: 'docs/cli.md',
+};
+
+/** `  0  meaning` lines of the `Exit status` section of a usage text. */
+function helpCodes(usage: string): number[] {
+  const section = usage.slice(usage.indexOf('Exit status'));
+  expect(section).not.toBe('');
+  return [...section.matchAll(/^ {2}(\d) {2}\S/gm)].map((match) => Number(match[1]));
+}
+
+/** The codes of the markdown table under the "Exit codes" heading that names `command` (or the page's only one). */
+function docsCodes(page: string, command: string): number[] {
+  const text = readFileSync(join(REPO_ROOT, page), 'utf8');
+  const headings = [...text.matchAll(/^#+ (.*exit codes.*)$/gim)];
+  const heading = headings.find((match) => match[1]!.includes(`drainguard ${command}`)) ?? (headings.length === 1 ? headings[0] : undefined);
+  if (!heading) throw new Error(`${page}: no "Exit codes" heading for ${command}`);
+  const codes: number[] = [];
+  let inTable = false;
+  for (const row of text.slice(heading.index! + heading[0].length).split('\n').slice(1)) {
+    if (row.startsWith('|')) {
+      inTable = true;
+      const code = /^\| `?(\d)`? \|/.exec(row);
+      if (code) codes.push(Number(code[1]));
+    } else if (inTable || row.startsWith('#')) break;
+  }
+  return codes;
+}
+
+const directory = mkdtempSync(join(tmpdir(), 'drainguard-exit-codes-'));
+beforeAll(() => assertDistBuilt());
+afterEach(() => stopAll());
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describe.each(COMMANDS.filter((command) => command.name !== 'help').map((command) => [command.name, command] as const))('%s', (name, command) => {
+  test('--help prints the table, and the docs table has the same codes', async () => {
+    const help = await spawnDrainguard(name === 'completion' ? ['completion', '--help'] : [name, '--help']);
+    expect(help.status).toBe(0);
+    const codes = command.exitCodes.map(([code]) => code);
+    expect(helpCodes(help.stdout)).toEqual(codes);
+    expect(docsCodes(DOCS[name]!, name)).toEqual(codes);
+    // 4 is the same everywhere: a bug.
+    expect(codes).toContain(4);
+  });
+});
+
+/** Runs the CLI and returns its exit status. */
+async function status(args: string[], env: NodeJS.ProcessEnv = {}): Promise<number | null> {
+  return (await spawnDrainguard(args, { env: { HOME: directory, ...env } })).status;
+}
+
+test('inject returns every code it documents (but 4)', async () => {
+  const envoy = join(CONTOUR_FIXTURES_DIR, '03-envoy-v1.33.6.yaml');
+  const plainService = join(directory, 'service.yaml');
+  writeFileSync(plainService, 'apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n');
+  expect(await status(['inject', '-f', envoy])).toBe(0);
+  expect(await status(['inject', '-f', plainService, '--diff'])).toBe(0);
+  expect(await status(['inject', '-f', envoy, '--diff'])).toBe(1);
+  expect(await status(['inject'])).toBe(2);
+  expect(await status(['inject', '-f', join(directory, 'missing.yaml')])).toBe(3);
+});
+
+describe('check returns 0, 1, 2 and 3 as documented', () => {
+  let double: KubeApiDouble;
+  const kubeconfig = join(directory, 'kubeconfig');
+  beforeAll(async () => {
+    double = await KubeApiDouble.start();
+    await installDrainguard(double);
+    double.put(namespace('projectcontour', OPT_IN));
+    double.put(pod(templates.contour(), { name: 'envoy-a', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' }, state: 'protected' }));
+    writeFileSync(kubeconfig, double.kubeconfigYaml());
+  });
+  afterAll(() => double.close());
+
+  test('0 when every check holds, then 1 for an unprotected pod', async () => {
+    expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(0);
+    double.put(pod(templates.contour(), { name: 'envoy-b', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' } }));
+    expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(1);
+  });
+
+  test('2 for a wrong flag value, 3 for a kubeconfig that cannot be used', async () => {
+    expect(await status(['check', '--output', 'yaml', '--kubeconfig', kubeconfig])).toBe(2);
+    expect(await status(['check', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
+  });
+});
+
+test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
+  expect(await status(['serve', '--port', 'x'])).toBe(2);
+  expect(await status(['serve', '--dev', '--config', join(directory, 'missing-config.yaml')])).toBe(3);
+});
+
+test('version: 0 even with no cluster configured (it says so), 2 for wrong flags', async () => {
+  expect(await status(['version'])).toBe(0);
+  expect(await status(['version', '-o', 'yaml'])).toBe(2);
+});
+
+test('completion: 0 for a shell it knows, 2 otherwise; no or an unknown command: 2', async () => {
+  expect(await status(['completion', 'bash'])).toBe(0);
+  expect(await status(['completion', 'powershell'])).toBe(2);
+  expect(await status([])).toBe(2);
+  expect(await status(['chek'])).toBe(2);
+});
