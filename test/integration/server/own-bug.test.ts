@@ -31,12 +31,12 @@ const CORES = {
   throws: coreModule('throws', `throw new PatchVerificationError('patched pod has duplicate container names', ['duplicate container name "envoy"']);`),
   // Only pods whose name says so misbehave: the same server then answers a normal pod normally.
   'never finishes': coreModule('never-finishes', `if (pod.metadata.name === 'stuck') for (;;) {}\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`),
-  // For a pod named "starved": holds its thread three seconds without using the CPU, as a decision
+  // For a pod named "envoy-starved": holds its thread three seconds without using the CPU, as a decision
   // worker does that gets no CPU on a busy node (it runs at a lower priority than the main thread),
   // then decides as the real core.
   'gets no CPU for a while': coreModule(
     'no-cpu',
-    `if (pod.metadata.name === 'starved') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
+    `if (pod.metadata.name === 'envoy-starved') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
   ),
   'exhausts its memory': coreModule(
     'exhausts-memory',
