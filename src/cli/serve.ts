@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../config';
 import { ensureDevCertificates } from '../certs/dev';
 import { isoTimeOncePerSecond } from '../server/log-time';
-import { startWebhook, type TlsSource } from '../server/start';
+import type { TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
@@ -105,6 +105,10 @@ export async function runServe(argv: string[]): Promise<number> {
   const logger = pino({ level: settings.logLevel, base: { name: 'drainguard' }, timestamp: isoTimeOncePerSecond() });
   let running;
   try {
+    // Loaded here, not at the top: the CLI's command table imports this module for its flags, and the
+    // server (express, prom-client, TLS, the decision workers) cost every other command (check, inject,
+    // --version) ~0.5 s of CPU at start, several seconds of waiting on a busy machine.
+    const { startWebhook } = require('../server/start') as typeof import('../server/start');
     running = await startWebhook({
       host: settings.host,
       port: settings.port,

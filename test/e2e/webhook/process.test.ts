@@ -13,7 +13,7 @@ import { ensureDevCertificates } from '../../../src/certs/dev';
 import { NODE } from '../../support/repo';
 import { assertDistBuilt, CLI_MAIN } from '../../support/build';
 import { KubeApiDouble } from '../../support/kube-api-double';
-import { REPO_ROOT, admissionReview, eventually, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
+import { REPO_ROOT, admissionReview, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
 
 const MAIN = CLI_MAIN;
 
@@ -21,6 +21,8 @@ interface Served {
   child: ChildProcess;
   port: number;
   logs: Record<string, unknown>[];
+  /** Resolves with the first log entry whose `msg` is one of `messages`, logged already or later. */
+  logged(...messages: string[]): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
 }
 
@@ -38,8 +40,16 @@ afterEach(async () => {
 function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
   const child = spawn(NODE, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Record<string, unknown>[] = [];
+  const waiters: { messages: string[]; resolve: (entry: Record<string, unknown>) => void }[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const served: Served = { child, port: 0, logs, exited };
+  const logged = (...messages: string[]) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const earlier = logs.find((entry) => messages.includes(entry.msg as string));
+      if (earlier) return resolve(earlier);
+      waiters.push({ messages, resolve });
+      void exited.then((code) => reject(new Error(`serve exited with ${code} before logging ${messages.join(' or ')}`)));
+    });
+  const served: Served = { child, port: 0, logs, logged, exited };
   running.add(served);
   void exited.then(() => running.delete(served));
   let stderr = '';
@@ -48,6 +58,7 @@ function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const entry = JSON.parse(line) as Record<string, unknown>;
       logs.push(entry);
+      for (const waiter of waiters.filter(({ messages }) => messages.includes(entry.msg as string))) waiter.resolve(entry);
       if (entry.msg === 'listening') resolve(Object.assign(served, { port: entry.port as number }));
     });
     void exited.then((code) => reject(new Error(`serve exited with ${code} before listening: ${stderr}`)));
@@ -178,15 +189,15 @@ test('--tls-mode self with --kubeconfig: the compiled CLI gets its certificate t
       ...['--host', '127.0.0.1', '--port', '0', '--shutdown-delay', '0s', '--tls-mode', 'self', '--kubeconfig', kubeconfig],
       ...['--namespace', 'drainguard-system', '--secret-name', 'drainguard-tls', '--webhook-config-name', 'drainguard', '--service-name', 'drainguard'],
     ]);
-    const caBundle = await eventually('the caBundle to be published', async () => {
-      const stored = double.webhookConfiguration<{ webhooks: { clientConfig: { caBundle?: string } }[] }>('drainguard');
-      const bundle = stored.webhooks[0]!.clientConfig.caBundle;
-      return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
-    });
-    const ready = await eventually('readiness', async () => {
-      const result = await httpsRequest({ port: server.port, method: 'GET', path: '/readyz', ca: caBundle, servername: 'drainguard.drainguard-system.svc' });
-      return result.status === 200 ? result : undefined;
-    });
+    // The server logs its first reconcile once the Secret is written, the caBundle published and the
+    // certificate served: the order of events, however long keys and API calls take on a busy machine.
+    const reconciled = await server.logged('self-managed certificate updated', 'self-managed certificate reconcile failed; will retry');
+    expect(reconciled).toMatchObject({ msg: 'self-managed certificate updated', action: 'created' });
+    const stored = double.webhookConfiguration<{ webhooks: { clientConfig: { caBundle?: string } }[] }>('drainguard');
+    const caBundle = Buffer.from(stored.webhooks[0]!.clientConfig.caBundle ?? '', 'base64').toString('utf8');
+    expect(caBundle).toContain('-----BEGIN CERTIFICATE-----');
+    const ready = await httpsRequest({ port: server.port, method: 'GET', path: '/readyz', ca: caBundle, servername: 'drainguard.drainguard-system.svc' });
+    expect(ready.status).toBe(200);
     expect(ready.text).toBe('ready\n');
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);

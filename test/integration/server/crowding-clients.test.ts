@@ -5,13 +5,15 @@
  * closes; the API-server-like client is on 127.0.0.1 (all of 127/8 is loopback). Whatever the crowd
  * holds, that client's reviews are answered. Real TLS sockets against the real server.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect as tcpConnect } from 'node:net';
 import { connect, type TLSSocket } from 'node:tls';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { readCertificateFiles } from '../../../src/certs/watch-files';
 import type { WebhookServer, WebhookServerOptions } from '../../../src/server/webhook-server';
-import { CROWD_ADDRESS, startCrowd, type Crowd, type CrowdMember } from '../../support/generators/crowd';
+import { CROWD_ADDRESS, type CrowdMember } from '../../support/generators/crowd';
+import { NODE, repoPath } from '../../support/repo';
 import { admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
 import { startTestServer } from './test-server';
 
@@ -25,21 +27,39 @@ const largeReview = (uid: string) =>
   JSON.stringify(admissionReview({ ...pod, metadata: { ...pod.metadata, annotations: { padding: 'x'.repeat(100 * 1024) } } }, { uid }));
 
 const started: WebhookServer[] = [];
-const crowds: Crowd[] = [];
+const crowds: ChildProcess[] = [];
 const sockets = new Set<TLSSocket>();
 async function startServer(options: Partial<WebhookServerOptions> = {}): Promise<number> {
   const server = await startTestServer(paths, options);
   started.push(server);
   return server.address().port;
 }
-async function crowd(port: number, members: CrowdMember[]): Promise<Crowd> {
-  const running = startCrowd({ port, ca, servername: 'localhost' }, members);
-  crowds.push(running);
-  await running.established;
-  return running;
+/**
+ * The crowd (test/support/generators/crowd.ts) in a process of its own, as an attacker is: its hundreds
+ * of TLS handshakes a second (every connection the server closes is reopened) then do not take the
+ * thread this process's server and API-server-like client share. In this process, on a loaded machine,
+ * the 20 reviews of a test took over 60 s. Node runs the TypeScript module as it is (type stripping).
+ * Resolves once every member's first connection is established or refused; the process ends with the test.
+ */
+const CROWD_PROCESS = `
+const { startCrowd } = require(${JSON.stringify(repoPath('test/support/generators/crowd.ts'))});
+const { members, ...target } = JSON.parse(process.argv[1]);
+startCrowd(target, members).established.then(() => process.stdout.write('established\\n'));
+`;
+async function crowd(port: number, members: CrowdMember[]): Promise<void> {
+  const child = spawn(NODE, ['--disable-warning=MODULE_TYPELESS_PACKAGE_JSON', '-e', CROWD_PROCESS, JSON.stringify({ port, ca, servername: 'localhost', members })], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  crowds.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('established') && resolve());
+    child.once('exit', (code) => reject(new Error(`the crowd process exited with ${code} before its connections were established: ${stderr}`)));
+  });
 }
 afterEach(async () => {
-  for (const running of crowds.splice(0)) running.stop();
+  await Promise.all(crowds.splice(0).map((child) => (child.exitCode === null && child.signalCode === null ? (child.kill('SIGKILL'), once(child, 'exit')) : undefined)));
   for (const socket of sockets) socket.destroy();
   sockets.clear();
   await Promise.all(started.splice(0).map((server) => server.close()));

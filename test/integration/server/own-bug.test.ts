@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { INTERNAL_ERROR_WARNING } from '../../../src/admission/decide';
+import { WORKER_HEAP_BASE_MIB } from '../../../src/server/sizing';
 import type { WebhookServer } from '../../../src/server/webhook-server';
 import { startTestServer } from './test-server';
 import { REPO_ROOT, admissionReview, fixturePods, httpsRequest, temporaryDirectory } from './webhook-test-kit';
@@ -30,11 +31,12 @@ const CORES = {
   throws: coreModule('throws', `throw new PatchVerificationError('patched pod has duplicate container names', ['duplicate container name "envoy"']);`),
   // Only pods whose name says so misbehave: the same server then answers a normal pod normally.
   'never finishes': coreModule('never-finishes', `if (pod.metadata.name === 'stuck') for (;;) {}\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`),
-  // Holds its thread three seconds without using the CPU, as a decision worker does that gets no CPU
-  // on a busy node (it runs at a lower priority than the main thread), then decides as the real core.
+  // For a pod named "envoy-starved": holds its thread three seconds without using the CPU, as a decision
+  // worker does that gets no CPU on a busy node (it runs at a lower priority than the main thread),
+  // then decides as the real core.
   'gets no CPU for a while': coreModule(
     'no-cpu',
-    `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
+    `if (pod.metadata.name === 'envoy-starved') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);\nreturn require(${JSON.stringify(join(REPO_ROOT, 'dist/mutate/index.js'))}).mutate(pod, config);`,
   ),
   'exhausts its memory': coreModule(
     'exhausts-memory',
@@ -50,13 +52,13 @@ const logs: Record<string, unknown>[] = [];
  * review goes to a decision worker, whatever its size: the tests of a decision that never finishes or
  * runs out of memory are about the worker's isolation.
  */
-async function start(core: string, inline = false, decisionTimeoutMs = 1000, decisionWallTimeoutMs = 10_000): Promise<WebhookServer> {
+async function start(core: string, inline = false, decisionTimeoutMs = 1000, decisionWallTimeoutMs = 10_000, workerHeapMb?: number): Promise<WebhookServer> {
   logs.length = 0;
   server = await startTestServer(paths, {
     logger: pino(new Writable({ write: (chunk, _e, done) => (logs.push(JSON.parse(String(chunk))), done()) })),
     coreModule: core,
     // One worker: a failed one must be replaced before anything else can be answered.
-    limits: { concurrency: 1 },
+    limits: { concurrency: 1, ...(workerHeapMb === undefined ? {} : { workerHeapMb }) },
     decisionTimeoutMs,
     // Whichever comes first ends a decision that never finishes: its 1 s of CPU, or (on a node so busy
     // that a lower-priority worker gets almost no CPU) 10 s of elapsed time. Longer than the 3 s of the
@@ -94,11 +96,14 @@ test.each([
 });
 
 test.each([
-  ['never finishes', 'stuck', /used 1000 ms of CPU without finishing|did not finish within 10000 ms/, 1000, 10_000],
+  ['never finishes', 'stuck', /used 1000 ms of CPU without finishing|did not finish within 10000 ms/, 1000, 10_000, undefined],
   // Deadlines far longer than running out of heap takes on a busy machine: the memory limit ends it.
-  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000, 60_000],
-] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs, decisionWallTimeoutMs) => {
-  const { port } = (await start(CORES[kind], false, decisionTimeoutMs, decisionWallTimeoutMs)).address();
+  // The heap is the idle worker's (WORKER_HEAP_BASE_MIB) plus room for a small review, not the default
+  // sized for 3 MiB reviews: filling 88 MiB cost ~0.75 s of CPU, 32 MiB ~0.33 s, and the worker gets
+  // that CPU at a lower priority than everything else on a busy machine. The limit is hit all the same.
+  ['exhausts its memory', 'hungry', /needed more memory than a decision worker may use/, 60_000, 60_000, WORKER_HEAP_BASE_MIB + 16],
+] as const)('a decision that %s is answered as drainguard failing; the worker is replaced and the next review answered', async (kind, name, reason, decisionTimeoutMs, decisionWallTimeoutMs, workerHeapMb) => {
+  const { port } = (await start(CORES[kind], false, decisionTimeoutMs, decisionWallTimeoutMs, workerHeapMb)).address();
   const uid = `0c1d2e3f-aaaa-4bbb-8ccc-${kind === 'never finishes' ? '000000000043' : '000000000044'}`;
   const failed = await httpsRequest({ port, body: reviewOf(name, uid) });
   expect(failed.status).toBe(200);
@@ -120,6 +125,11 @@ test('a decision that waits longer than its deadline for the CPU, without using 
   // The deadline counts the CPU a decision uses, not the time it waits for a CPU: a busy node makes a
   // decision slower, never a failure.
   const { port } = (await start(CORES['gets no CPU for a while'], false, 1000)).address();
+  // A first review answered means the worker has started and loaded the real core: the starved
+  // decision below then needs only the CPU of one mutation after its wait, not the worker's start,
+  // which on a busy machine (at the worker's lower priority) can take longer than the 10 s wall deadline.
+  const warm = await httpsRequest({ port, body: reviewOf('envoy-warm', 'warm-uid') });
+  expect(warm.json).toMatchObject({ response: { uid: 'warm-uid', allowed: true, patchType: 'JSONPatch' } });
   const answer = await httpsRequest({ port, body: reviewOf('envoy-starved', 'starved-uid') });
   expect(answer.json).toMatchObject({ response: { uid: 'starved-uid', allowed: true, patchType: 'JSONPatch' } });
   expect(logs.find((entry) => entry.uid === 'starved-uid')).toMatchObject({ result: 'mutated' });
