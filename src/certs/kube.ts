@@ -41,6 +41,26 @@ export function loadKubernetesClient(): Promise<ClientModule> {
   return clientModule;
 }
 
+/**
+ * Request options for client-node's object API that abort each call after `timeoutMs`, so an API
+ * server that accepts connections but never answers ends a call with a TimeoutError instead of a hang.
+ */
+export async function requestTimeoutOptions(timeoutMs: number) {
+  const client = await loadKubernetesClient();
+  return {
+    middleware: [
+      {
+        pre: (context: k8s.RequestContext) => {
+          context.setSignal(AbortSignal.timeout(timeoutMs));
+          return new client.Observable(Promise.resolve(context));
+        },
+        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
+      },
+    ],
+    middlewareMergeStrategy: 'append' as const,
+  };
+}
+
 export async function kubeConfigFor(options: KubeConnectionOptions): Promise<k8s.KubeConfig> {
   if (options.kubeConfig) return options.kubeConfig;
   const { KubeConfig } = await loadKubernetesClient();

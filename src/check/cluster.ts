@@ -7,7 +7,7 @@
  * as a `ClusterAccessError`.
  */
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient } from '../certs/kube';
+import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
 import type { Pod } from '../mutate';
 
 /** What was asked of the API server, in RBAC's terms. */
@@ -136,20 +136,8 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
   const authorization = kubeConfig.makeApiClient(client.AuthorizationV1Api);
   const server = kubeConfig.getCurrentCluster()?.server ?? 'the API server';
 
-  // Each request is aborted after the timeout, so an API server that accepts connections but never
-  // answers ends the run with a message instead of a hang. The object API takes Observable middleware.
-  const options = {
-    middleware: [
-      {
-        pre: (context: k8s.RequestContext) => {
-          context.setSignal(AbortSignal.timeout(requestTimeoutMs));
-          return new client.Observable(Promise.resolve(context));
-        },
-        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  };
+  // Each request is aborted after the timeout: the run ends with a message instead of a hang.
+  const options = await requestTimeoutOptions(requestTimeoutMs);
 
   async function read<T>(request: ReadRequest, call: () => Promise<T>): Promise<Read<T>> {
     try {
