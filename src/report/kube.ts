@@ -14,13 +14,13 @@
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
 import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
+import { PROTECTED_LABEL, PROTECTED_LABEL_VALUE } from '../mutate';
 import { REPORTED_BY_ANNOTATION, type EventBody } from './drain-event';
 import { viewPod, type ControllerRef, type PodView } from './pod-view';
 import { ApiFailure, type ReporterApi } from './reporter';
 
-/** The label the webhook puts on every pod whose drain it installed. */
-export const PROTECTED_LABEL = 'drainguard.io/protected';
-export const PROTECTED_SELECTOR = `${PROTECTED_LABEL}=true`;
+/** The label the webhook puts on every pod whose drain it installed: the watch's label selector. */
+export const PROTECTED_SELECTOR = `${PROTECTED_LABEL}=${PROTECTED_LABEL_VALUE}`;
 
 /** The longest wait before listing or watching again after a failure. */
 const MAX_RESTART_DELAY_MS = 5000;

@@ -57,16 +57,19 @@ export function terminationKey(podUid: string, container: string, ended: EndedCo
   return createHash('sha256').update(`${podUid}\u0000${container}\u0000${instance}`).digest('hex').slice(0, 16);
 }
 
+/** How every drain record begins (the encoder writes the format key first). */
+const RECORD_START = `{"format":${JSON.stringify(DRAIN_RECORD_FORMAT)}`;
+
 /**
  * The record part of a termination message. The kubelet puts the runtime's own message first when
- * there is one (`<runtime message>: <file content>`, kuberuntime `getPodContainerStatuses`); a drain
- * record always starts with its format key, so it is found after such a prefix.
+ * there is one (`<runtime message>: <file content>`, kuberuntime `convertToKubeContainerStatus`), so
+ * the record is the text from the last record start that follows such a `: `; what follows it is
+ * still read strictly, whole.
  */
 function recordText(message: string): string {
-  if (message === '' || message.startsWith('{')) return message;
-  const marker = `: {"format":${JSON.stringify(DRAIN_RECORD_FORMAT)}`;
-  const at = message.indexOf(marker);
-  return at === -1 ? message : message.slice(at + 2);
+  if (message.startsWith('{')) return message;
+  const at = message.lastIndexOf(RECORD_START);
+  return at >= 2 && message.slice(at - 2, at) === ': ' ? message.slice(at) : message;
 }
 
 function readMessage(container: EnvoyContainerView, ended: EndedContainer): DrainRecordReading {
@@ -77,7 +80,7 @@ function readMessage(container: EnvoyContainerView, ended: EndedContainer): Drai
   // With FallbackToLogsOnError, an empty file and a failed exit give the end of Envoy's log instead:
   // that is the absence of a record, not an unreadable one. A text that claims to be a record stays unreadable.
   const fromLogs = container.terminationMessagePolicy === 'FallbackToLogsOnError' && ended.exitCode !== 0;
-  if (reading.kind === 'unreadable' && fromLogs && !text.startsWith(`{"format":${JSON.stringify(DRAIN_RECORD_FORMAT)}`)) return { kind: 'none' };
+  if (reading.kind === 'unreadable' && fromLogs && !text.startsWith(RECORD_START)) return { kind: 'none' };
   return reading;
 }
 

@@ -196,6 +196,7 @@ export class KubeApiDouble {
   private grants: Grant[] | undefined;
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
+  private readonly cuts: { matches: Gate['matches']; done: () => void }[] = [];
   private resourceVersion = 1000;
   /** What `GET /version` answers (apimachinery's version.Info); tests set it to play another release. */
   serverVersion: { major: string; minor: string; gitVersion: string; [field: string]: string } = {
@@ -273,6 +274,7 @@ export class KubeApiDouble {
   }
 
   private async stopListening(): Promise<void> {
+    this.watchCache.dropAll();
     const closed = once(this.server, 'close');
     this.server.close();
     this.server.closeAllConnections();
@@ -383,6 +385,15 @@ export class KubeApiDouble {
             (rule.resourceNames === undefined || rule.resourceNames.length === 0 || (name !== undefined && rule.resourceNames.includes(name))),
         ),
     );
+  }
+
+  /**
+   * The next matching request is carried out, then its connection is cut before the answer: what a
+   * client sees when the API server (or the network) fails after a write was applied. Resolves when
+   * it has happened.
+   */
+  cutAfterApplying(method: string, pathPattern: RegExp): Promise<void> {
+    return new Promise((done) => this.cuts.push({ matches: (m, p) => m === method && pathPattern.test(p), done }));
   }
 
   /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
@@ -545,7 +556,16 @@ export class KubeApiDouble {
     await this.waitAtGate(method, path);
     const contentType = req.headers['content-type'];
     let body: unknown;
+    const cut = this.cuts.findIndex((c) => c.matches(method, path));
     const reply = (code: number, payload: unknown) => {
+      if (cut >= 0) {
+        // Done, but the answer is lost: the connection drops before a byte of it is sent.
+        this.cuts.splice(cut, 1)[0]!.done();
+        this.requests.push({ method, path, ...(query ? { query } : {}), status: 0 });
+        res.socket?.destroy();
+        this.notify();
+        return;
+      }
       this.requests.push({
         method,
         path,

@@ -10,8 +10,7 @@ import { request } from 'node:http';
 import pino from 'pino';
 import { defaultConfig } from '../../../src/config';
 import { encodeDrainRecord, type DrainReason, type FinishedRecord, type StartedRecord } from '../../../src/drain-record';
-import { mutate, type Pod } from '../../../src/mutate';
-import { PROTECTED_LABEL } from '../../../src/report/kube';
+import { mutate, PROTECTED_LABEL, type Pod } from '../../../src/mutate';
 import { startReporter, type RunningReporter } from '../../../src/report/start';
 import { fixturePods } from '../../support/generators/pods';
 import { applyIndependently, jsonCopy } from '../../support/independent-patch';
@@ -20,13 +19,13 @@ import { KubeletSimulator, type ContainerExit } from '../../support/kube/kubelet
 
 export const ENVOY = 'envoy';
 
-/** Contour's Envoy pod template as drainguard rewrites it (drain preStop on `envoy`, protected label). */
+/** Contour's Envoy pod template as drainguard rewrites it (drain preStop on `envoy`, the protected label). */
 export function protectedTemplate(): Pod {
   const template = jsonCopy(fixturePods().find((entry) => entry.name === 'contour/03-envoy-v1.33.6.yaml')!.pod);
   const result = mutate(template, defaultConfig());
   if (result.status !== 'mutated') throw new Error(`expected mutate to rewrite Contour's pod, got ${result.status}`);
   const rewritten = applyIndependently(template, result.patch);
-  rewritten.metadata = { ...rewritten.metadata, labels: { ...(rewritten.metadata?.labels ?? {}), [PROTECTED_LABEL]: 'true' } };
+  if (rewritten.metadata?.labels?.[PROTECTED_LABEL] !== 'true') throw new Error('expected the webhook to label the pod it protects');
   return rewritten;
 }
 
@@ -136,7 +135,7 @@ export async function startReporters(double: KubeApiDouble, count: number, optio
         kubeConfig: await double.kubeConfig(),
         host: '127.0.0.1',
         port: 0,
-        logger: pino({ level: 'silent' }),
+        logger: pino({ level: process.env.REPORTER_TEST_LOG ?? 'silent' }),
         reporter: { instance: `reporter-${index}`, id: `reporter-${index}/${randomUUID().slice(0, 12)}` },
         maxReportAgeMs: options.maxReportAgeMs ?? 45 * 60_000,
         requestTimeoutMs: 10_000,
@@ -145,6 +144,8 @@ export async function startReporters(double: KubeApiDouble, count: number, optio
       }),
     );
   }
+  // Started means listed: what happens from here on is seen.
+  await Promise.all(replicas.map((replica) => replica.watch.reached(1)));
   return {
     replicas,
     caughtUp: async (resourceVersion) => {
@@ -170,9 +171,19 @@ export function scrape(port: number): Promise<string> {
   });
 }
 
+export interface StoredEvent {
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  reason: string;
+  message: string;
+  type: string;
+  involvedObject: { apiVersion: string; kind: string; name: string; namespace: string; uid: string; fieldPath?: string };
+  reportingInstance: string;
+  firstTimestamp: string;
+}
+
 /** The Events the double holds, in one namespace or all. */
 export function events(double: KubeApiDouble, namespace?: string) {
-  return double.list<KubeObject & { reason: string; message: string; type: string; involvedObject: { kind: string; name: string; uid: string } }>('events', namespace);
+  return double.list<StoredEvent>('events', namespace);
 }
 
 export { KubeletSimulator };

@@ -16,7 +16,9 @@
  * The termination message is read as the kubelet reads it (pkg/kubelet/kuberuntime
  * `getTerminationMessage`): at most the last 4096 bytes of the file (tail.ReadAtMost with
  * MaxContainerTerminationMessageLength); with `FallbackToLogsOnError`, an empty file and a non-zero exit
- * take the end of the container's log instead.
+ * take the end of the container's log instead; the runtime's own message goes first
+ * (`convertToKubeContainerStatus`), and the status manager keeps the head of 12288 / (number of
+ * containers) bytes of it (`normalizeStatus`).
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
@@ -26,6 +28,8 @@ import type { KubeApiDouble, KubeObject } from '../kube-api-double';
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 /** kubecontainer.MaxContainerTerminationMessageLogLength: what FallbackToLogsOnError takes from the log. */
 const MAX_FALLBACK_LOG_BYTES = 2048;
+/** kubecontainer.MaxPodTerminationMessageLogLength: shared by every container of the pod. */
+const MAX_POD_TERMINATION_MESSAGE_BYTES = 12288;
 
 export interface ContainerExit {
   exitCode: number;
@@ -35,6 +39,8 @@ export interface ContainerExit {
   message?: string;
   /** The container's log, for FallbackToLogsOnError. */
   log?: string;
+  /** The runtime's own message, which the kubelet puts before the file's text (`<runtime>: <file>`). */
+  runtimeMessage?: string;
 }
 
 interface ContainerSpec {
@@ -100,6 +106,12 @@ function tail(text: string, max: number): string {
   return bytes.length <= max ? text : bytes.subarray(bytes.length - max).toString('utf8');
 }
 
+/** The first `max` bytes of a text. */
+function head(text: string, max: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length <= max ? text : bytes.subarray(0, max).toString('utf8');
+}
+
 export class KubeletSimulator {
   constructor(
     private readonly double: KubeApiDouble,
@@ -153,10 +165,14 @@ export class KubeletSimulator {
       const current = status.containerStatuses.find((c) => c.name === container);
       if (!spec || !current) throw new Error(`pod ${namespace}/${name} has no container ${container}`);
       if (!current.state.running) throw new Error(`container ${container} of ${namespace}/${name} is not running`);
-      let message = tail(exit.message ?? '', MAX_TERMINATION_MESSAGE_BYTES);
-      if (message === '' && spec.terminationMessagePolicy === 'FallbackToLogsOnError' && exit.exitCode !== 0) {
-        message = tail(exit.log ?? '', MAX_FALLBACK_LOG_BYTES);
+      let text = tail(exit.message ?? '', MAX_TERMINATION_MESSAGE_BYTES);
+      if (text === '' && spec.terminationMessagePolicy === 'FallbackToLogsOnError' && exit.exitCode !== 0) {
+        text = tail(exit.log ?? '', MAX_FALLBACK_LOG_BYTES);
       }
+      const joined = exit.runtimeMessage && text ? `${exit.runtimeMessage}: ${text}` : exit.runtimeMessage || text;
+      // The status manager's normalizeStatus: the pod's budget shared by all its containers, the head kept.
+      const containers = ['containers', 'initContainers', 'ephemeralContainers'].reduce((n, key) => n + (((pod.spec as Record<string, unknown[]>)[key] ?? []).length), 0);
+      const message = head(joined, Math.floor(MAX_POD_TERMINATION_MESSAGE_BYTES / Math.max(containers, 1)));
       const terminated: TerminatedState = {
         exitCode: exit.exitCode,
         reason: exit.reason ?? (exit.exitCode === 0 ? 'Completed' : 'Error'),

@@ -164,6 +164,11 @@ export class WatchCache {
     for (const watch of this.watches) if (watch.target.allowBookmarks) writeBookmark(watch, this.currentResourceVersion());
   }
 
+  /** Forgets every open watch at once: their connections are being cut (the API server goes away). */
+  dropAll(): void {
+    for (const watch of [...this.watches]) this.forget(watch);
+  }
+
   /** Ends every open watch as its deadline would (a bookmark first where allowed, then end of stream). */
   endAll(): void {
     for (const watch of [...this.watches]) this.end(watch);
