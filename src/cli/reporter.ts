@@ -42,12 +42,20 @@ ${formatFlagHelp(FLAGS)}
 /** Event's reportingInstance holds at most 128 characters; the process id and a slash follow it. */
 const MAX_INSTANCE = 100;
 
-export async function runReport(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export interface ReportSettings {
+  host: string;
+  port: number;
+  kubeconfig?: string;
+  instance: string;
+  maxReportAgeMs: number;
+  requestTimeoutMs: number;
+  logLevel: string;
+}
+
+/** The command line as settings; `help` when --help was given. Throws UsageError for wrong flags. */
+export function readReportFlags(argv: readonly string[], env: NodeJS.ProcessEnv): ReportSettings | 'help' {
   const flags = parseFlags(COMMAND, argv, FLAGS);
-  if (flags.help) {
-    process.stdout.write(REPORT_USAGE);
-    return EXIT_OK;
-  }
+  if (flags.help) return 'help';
   const fail = (message: string): never => {
     throw new UsageError(`${COMMAND}: ${message} (see '${COMMAND} --help')`);
   };
@@ -63,20 +71,36 @@ export async function runReport(argv: readonly string[], env: NodeJS.ProcessEnv 
   if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(instance) || instance.length > MAX_INSTANCE) {
     fail(`--instance must be a name of letters, digits, ".", "_" and "-", at most ${MAX_INSTANCE} characters; got ${JSON.stringify(instance)}`);
   }
+  return {
+    host: flags.host ?? '0.0.0.0',
+    port,
+    ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+    instance,
+    maxReportAgeMs: maxReportAgeMs!,
+    requestTimeoutMs: requestTimeoutMs!,
+    logLevel,
+  };
+}
 
-  const logger = pino({ level: logLevel, base: { name: 'drainguard-reporter' }, timestamp: isoTimeOncePerSecond() });
+export async function runReport(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const settings = readReportFlags(argv, env);
+  if (settings === 'help') {
+    process.stdout.write(REPORT_USAGE);
+    return EXIT_OK;
+  }
+  const logger = pino({ level: settings.logLevel, base: { name: 'drainguard-reporter' }, timestamp: isoTimeOncePerSecond() });
   let running;
   try {
-    const kubeConfig = await kubeConfigFor(flags.kubeconfig !== undefined ? { kubeconfigPath: flags.kubeconfig } : {});
+    const kubeConfig = await kubeConfigFor(settings.kubeconfig !== undefined ? { kubeconfigPath: settings.kubeconfig } : {});
     running = await startReporter({
       kubeConfig,
-      host: flags.host ?? '0.0.0.0',
-      port,
+      host: settings.host,
+      port: settings.port,
       logger,
       // A new process id per start: a restarted process never mistakes its predecessor's Events for its own.
-      reporter: { instance, id: `${instance}/${randomBytes(6).toString('hex')}` },
-      maxReportAgeMs: maxReportAgeMs!,
-      requestTimeoutMs: requestTimeoutMs!,
+      reporter: { instance: settings.instance, id: `${settings.instance}/${randomBytes(6).toString('hex')}` },
+      maxReportAgeMs: settings.maxReportAgeMs,
+      requestTimeoutMs: settings.requestTimeoutMs,
     });
   } catch (error) {
     return startFailure(COMMAND, logger, error);
