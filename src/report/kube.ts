@@ -53,7 +53,7 @@ export async function kubernetesReporterApi(kubeConfig: k8s.KubeConfig, requestT
   const client = await loadKubernetesClient();
   const core = kubeConfig.makeApiClient(client.CoreV1Api);
   const apps = kubeConfig.makeApiClient(client.AppsV1Api);
-  const options = await requestTimeoutOptions(requestTimeoutMs);
+  const options = await requestTimeoutOptions(requestTimeoutMs, kubeConfig);
   return {
     async createEvent(event: EventBody) {
       try {
@@ -129,7 +129,7 @@ export interface PodWatchOptions {
 export async function watchProtectedPods(kubeConfig: k8s.KubeConfig, options: PodWatchOptions): Promise<PodWatch> {
   const client = await loadKubernetesClient();
   const core = kubeConfig.makeApiClient(client.CoreV1Api);
-  const requestOptions = await requestTimeoutOptions(options.requestTimeoutMs);
+  const requestOptions = await requestTimeoutOptions(options.requestTimeoutMs, kubeConfig);
   const { handlers, logger } = options;
   const baseDelay = options.restartDelayMs ?? 1000;
   let synced = false;

@@ -39,6 +39,8 @@ export interface RecordedRequest {
   contentType?: string;
   body?: unknown;
   status: number;
+  /** What RBAC would authorize: the verb and the group and plural resource, for requests to a served resource. */
+  rbac?: { verb: Verb; group: string; resource: string; namespace?: string };
 }
 
 /** The RBAC verbs a request maps to. */
@@ -234,6 +236,8 @@ export class KubeApiDouble {
     server.on('request', (req, res) => void double.handle(req, res));
     // Every socket, including ones still in their TLS handshake, which closeAllConnections() does not see.
     server.on('connection', (socket: Socket) => {
+      // As Go's net package does for kube-apiserver: no Nagle delay on small answers.
+      socket.setNoDelay(true);
       double.sockets.add(socket);
       socket.once('close', () => double.sockets.delete(socket));
     });
@@ -556,12 +560,13 @@ export class KubeApiDouble {
     await this.waitAtGate(method, path);
     const contentType = req.headers['content-type'];
     let body: unknown;
+    let rbac: RecordedRequest['rbac'];
     const cut = this.cuts.findIndex((c) => c.matches(method, path));
     const reply = (code: number, payload: unknown) => {
       if (cut >= 0) {
         // Done, but the answer is lost: the connection drops before a byte of it is sent.
         this.cuts.splice(cut, 1)[0]!.done();
-        this.requests.push({ method, path, ...(query ? { query } : {}), status: 0 });
+        this.requests.push({ method, path, ...(query ? { query } : {}), status: 0, ...(rbac ? { rbac } : {}) });
         res.socket?.destroy();
         this.notify();
         return;
@@ -573,6 +578,7 @@ export class KubeApiDouble {
         ...(contentType ? { contentType } : {}),
         ...(body !== undefined ? { body } : {}),
         status: code,
+        ...(rbac ? { rbac } : {}),
       });
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
       this.notify();
@@ -602,6 +608,7 @@ export class KubeApiDouble {
     if (!target) return reply(404, status.pathNotFound());
     if (!verb) return reply(405, status.notAllowed(method));
     const { type, namespace, name } = target;
+    rbac = { verb, group: type.group, resource: type.resource, ...(namespace !== undefined ? { namespace } : {}) };
     const deniedByRule = this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace));
     if (deniedByRule || !this.allowedByGrants(verb, type, namespace, verb === 'create' ? undefined : name)) {
       return reply(
@@ -623,7 +630,7 @@ export class KubeApiDouble {
         return this.answerList(type, namespace, url.searchParams, reply);
       case 'watch':
         return this.watch(type, namespace, url.searchParams, res, (code) =>
-          this.requests.push({ method, path, ...(query ? { query } : {}), status: code }),
+          this.requests.push({ method, path, ...(query ? { query } : {}), status: code, ...(rbac ? { rbac } : {}) }),
         );
       case 'get': {
         const current = bucket.get(this.key(namespace, name!));
