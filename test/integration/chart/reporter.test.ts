@@ -106,12 +106,16 @@ test('the container: `drainguard report` with arguments its own parser accepts, 
   expect(c.args[0]).toBe('report');
   const settings = readReportFlags(c.args.slice(1), { POD_NAME: 'drainguard-reporter-7d9f-abcde' });
   expect(settings).toMatchObject({ port: 8080, maxReportAgeMs: 2_700_000, requestTimeoutMs: 10_000, instance: 'drainguard-reporter-7d9f-abcde', logLevel: 'info' });
-  expect(c.env).toEqual([{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]);
+  expect(c.env).toEqual([
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+  ]);
   expect(c.ports).toEqual([{ name: 'http-metrics', containerPort: 8080, protocol: 'TCP' }]);
   expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http-metrics', scheme: 'HTTP' });
   expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http-metrics', scheme: 'HTTP' });
   expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-  expect(c.resources.limits.memory).toBe('256Mi');
+  // The heap limit leaves half the memory limit for code, buffers and the young generation.
+  expect(c.resources.limits.memory).toBe('384Mi');
 });
 
 test('settings reach the arguments, and the values schema refuses what the reporter would', () => {
