@@ -24,6 +24,7 @@ import { defaultConfig } from '../../src/config';
 import { encodeDrainRecord } from '../../src/drain-record';
 import { mutate, type Pod } from '../../src/mutate';
 import { contourPod } from '../../test/support/generators/pods';
+import { readBody, send, statusBody } from './kube-api-stub';
 import type { BenchCertificates } from './tls';
 
 const SELECTOR = 'drainguard.io/protected=true';
@@ -32,24 +33,6 @@ const NAMESPACES = 50;
 const HISTORY = 20_000;
 
 type Json = Record<string, unknown>;
-
-function statusBody(code: number, reason: string, message: string) {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
-}
-
-function send(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
 
 /** Contour's Envoy pod as drainguard rewrites it, with the protected label. */
 function protectedTemplate(): Pod {
