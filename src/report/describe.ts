@@ -94,7 +94,7 @@ export function describeTermination(termination: Termination): EventText {
         type: 'Warning',
         reason: 'DrainInterrupted',
         message:
-          `the drain was killed${ran}, before its ${formatSeconds(outcome.record.deadlineMs)} deadline (a delete with a shorter --grace-period, ` +
+          `the drain was killed${ran}, before it finished (its deadline: ${formatSeconds(outcome.record.deadlineMs)}; a delete with a shorter --grace-period, ` +
           `the node shutting down, or Envoy killed): keep terminationGracePeriodSeconds above the drain's deadline`,
       };
     }

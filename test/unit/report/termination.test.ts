@@ -182,7 +182,7 @@ describe('the Events', () => {
     expect(text({ message: encodeDrainRecord(many) }).message).toMatch(/^20 connections still open on listeners ingress_https \(12\), ingress_http \(5\), stats \(2\), and 3 more when/);
     expect(text({ message: encodeDrainRecord(finished({ reason: 'admin-unreachable', durationMs: 300 })) })).toMatchObject({ reason: 'DrainAdminUnreachable', type: 'Warning' });
     expect(text({ message: encodeDrainRecord(finished({ reason: 'signal', signal: 'SIGINT', connectionsAtEnd: 3 })) }).message).toMatch(/^the drain was stopped by SIGINT after 14 s with 3 connections still open/);
-    expect(text({ exitCode: 137, reason: 'Error', message: encodeDrainRecord(started) }).message).toMatch(/^the drain was killed 15 s after it started, before its 290 s deadline/);
+    expect(text({ exitCode: 137, reason: 'Error', message: encodeDrainRecord(started) }).message).toMatch(/^the drain was killed 15 s after it started, before it finished \(its deadline: 290 s; /);
     expect(text({ exitCode: 0 })).toMatchObject({ reason: 'DrainNotReported', message: expect.stringContaining('FailedPreStopHook') });
     expect(text({ message: 'x' })).toMatchObject({ reason: 'DrainRecordUnreadable', message: expect.stringContaining('(not JSON)') });
     expect(text({ exitCode: 137, reason: 'OOMKilled' }, { deleting: false })).toMatchObject({ reason: 'EnvoyExited', message: expect.stringContaining('raise its memory limit') });
