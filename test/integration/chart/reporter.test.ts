@@ -135,7 +135,8 @@ test('the ServiceMonitor scrapes the reporter\'s Service over plain HTTP on its 
   const monitor = findOne(objects, 'ServiceMonitor') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Record<string, unknown>[] } };
   const service = findOne(objects, 'Service') as K8sObject & { spec: { ports: { name: string; targetPort: string }[] } };
   expect(selects(monitor.spec.selector.matchLabels, service.metadata.labels!)).toBe(true);
-  expect(monitor.spec.endpoints).toEqual([{ port: 'http-metrics', scheme: 'http', path: '/metrics', interval: '30s', scrapeTimeout: '10s' }]);
+  // honorLabels: the drain metrics' namespace label is the Envoy pod's, which Prometheus must keep.
+  expect(monitor.spec.endpoints).toEqual([{ port: 'http-metrics', scheme: 'http', path: '/metrics', honorLabels: true, interval: '30s', scrapeTimeout: '10s' }]);
   expect(service.spec.ports.map((port) => [port.name, port.targetPort])).toEqual([['http-metrics', 'http-metrics']]);
   // The webhook's own ServiceMonitor still selects only the webhook's Service.
   const webhookMonitor = findOne(webhookObjects(renderChart({ namespace: NS, set: { 'metrics.serviceMonitor.enabled': true } })), 'ServiceMonitor') as typeof monitor;
