@@ -8,7 +8,7 @@ import { COMMANDS, COMPLETION_USAGE, completionFor, findCommand, MAIN_USAGE, PRO
 import { SHELLS, type Shell } from './completion';
 import { EXIT_OK, EXIT_USAGE, reportError, UsageError } from './errors';
 import { readSourceFile, runInject } from './inject';
-import { runReport } from './reporter';
+import { runReport } from './report';
 import { runServe } from './serve';
 import { didYouMean } from './suggest';
 import { paintFor } from './terminal';

@@ -56,13 +56,8 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
     ...(settings.retryDelayMs !== undefined ? { retryDelayMs: settings.retryDelayMs } : {}),
   });
   let shuttingDown = false;
-  const watch = await watchProtectedPods(settings.kubeConfig, {
-    handlers: { seen: (pod) => reporter.observe(pod), gone: (pod, how) => reporter.gone(pod, how) },
-    logger,
-    requestTimeoutMs: settings.requestTimeoutMs,
-    ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
-  });
-  metrics.observe({ watchedPods: () => watch.watchedPods, pendingReports: () => reporter.pending });
+  /** Set once the port is bound (below): until then /readyz says not ready. */
+  let watch: PodWatch | undefined;
 
   const app = express();
   app.disable('x-powered-by');
@@ -73,7 +68,7 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   // Ready once the first list is in and while the watch works: the Service then only lists replicas
   // whose metrics mean something.
   app.get('/readyz', (_req, res) => {
-    const ready = !shuttingDown && watch.synced && watch.healthy;
+    const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy;
     res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ready\n' : 'not ready\n');
   });
   app.get('/metrics', async (_req, res) => {
@@ -82,24 +77,37 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   app.use((req, res) => {
     res.status(404).json({ error: `no route for ${req.method} ${req.path}; endpoints: GET /metrics, /healthz, /readyz` });
   });
+  // The port first: a port that cannot be bound fails the start with nothing else running yet (a watch
+  // started before would keep the process alive after it reported the failure).
   const server: Server = createServer(app);
   server.listen(settings.port, settings.host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
+  const podWatch = await watchProtectedPods(settings.kubeConfig, {
+    handlers: { seen: (pod) => reporter.observe(pod), gone: (pod, how) => reporter.gone(pod, how) },
+    logger,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
+  }).catch((error: unknown) => {
+    server.close();
+    throw error;
+  });
+  watch = podWatch;
+  metrics.observe({ watchedPods: () => podWatch.watchedPods, pendingReports: () => reporter.pending });
   logger.info({ host: settings.host, port, instance: settings.reporter.instance }, 'reporter started');
 
   return {
     port,
     reporter,
     metrics,
-    watch,
+    watch: podWatch,
     async caughtUp(resourceVersion) {
-      await watch.reached(resourceVersion);
+      await podWatch.reached(resourceVersion);
       await reporter.idle();
     },
     async shutdown() {
       shuttingDown = true;
-      await watch.stop();
+      await podWatch.stop();
       reporter.stop();
       const closed = once(server, 'close');
       server.close();

@@ -4,7 +4,7 @@
  * never cross with the webhook's, a ServiceMonitor that scrapes what the reporter serves, arguments
  * `drainguard report` accepts, and nothing of it with `report.enabled=false`.
  */
-import { readReportFlags } from '../../../src/cli/reporter';
+import { readReportFlags } from '../../../src/cli/report';
 import { findOne, renderChart, renderChartFailure, reporterObjects, webhookObjects, type K8sObject } from '../../support/helm';
 import { validateAll } from './validate';
 

@@ -10,12 +10,12 @@ import { parseDuration } from '../drain-contract';
 import { isoTimeOncePerSecond } from '../server/log-time';
 import { startReporter } from '../report/start';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
-import { EXIT_OK, UsageError } from './errors';
+import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
 import { LOG_LEVELS, runUntilSignal, startFailure } from './service';
 
 const COMMAND = 'drainguard report';
 
-const FLAGS = {
+export const REPORT_FLAGS = {
   host: { type: 'string', valueName: 'ADDR', description: 'listen address of /metrics, /healthz, /readyz (default 0.0.0.0)' },
   port: { type: 'string', valueName: 'N', description: 'HTTP port (default 8080; 0 picks a free one)' },
   kubeconfig: { type: 'string', valueName: 'FILE', description: 'kubeconfig (default: in-cluster service account)' },
@@ -26,18 +26,27 @@ const FLAGS = {
     description: "terminations that ended longer ago are not reported (default 2700s); keep it below the API server's --event-ttl (1h by default)",
   },
   'request-timeout': { type: 'string', valueName: 'DURATION', description: 'give up on an API request after this long (default 10s)' },
-  'log-level': { type: 'string', valueName: 'LEVEL', description: 'trace, debug, info (default), warn, error, fatal' },
+  'log-level': { type: 'string', valueName: 'LEVEL', values: LOG_LEVELS, description: 'trace, debug, info (default), warn, error, fatal' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;
+
+export const REPORT_EXIT_CODES: ExitCodeTable = [
+  [EXIT_OK, 'stopped by SIGTERM or SIGINT after a clean shutdown'],
+  [EXIT_USAGE, 'wrong flags'],
+  [EXIT_FAILURE, 'cannot start: no usable kubeconfig, the port cannot be bound (an API server that cannot be reached is retried, with /readyz answering 503)'],
+  [EXIT_BUG, EXIT_BUG_MEANING],
+];
 
 export const REPORT_USAGE = `Usage: ${COMMAND} [flags]
 
 Watches the pods drainguard protects (label drainguard.io/protected=true) and turns every Envoy
 termination into Kubernetes Events on the pod and its workload and into Prometheus metrics, exactly
-once across replicas. Serves GET /metrics, /healthz and /readyz over HTTP.
+once across replicas. Serves GET /metrics, /healthz and /readyz over HTTP. Runs in the cluster as the
+chart's drainguard-reporter Deployment (docs/report.md).
 
-${formatFlagHelp(FLAGS)}
-`;
+${formatFlagHelp(REPORT_FLAGS)}
+
+${formatExitCodes(REPORT_EXIT_CODES)}`;
 
 /** Event's reportingInstance holds at most 128 characters; the process id and a slash follow it. */
 const MAX_INSTANCE = 100;
@@ -54,7 +63,7 @@ export interface ReportSettings {
 
 /** The command line as settings; `help` when --help was given. Throws UsageError for wrong flags. */
 export function readReportFlags(argv: readonly string[], env: NodeJS.ProcessEnv): ReportSettings | 'help' {
-  const flags = parseFlags(COMMAND, argv, FLAGS);
+  const flags = parseFlags(COMMAND, argv, REPORT_FLAGS);
   if (flags.help) return 'help';
   const fail = (message: string): never => {
     throw new UsageError(`${COMMAND}: ${message} (see '${COMMAND} --help')`);
