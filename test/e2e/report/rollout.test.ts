@@ -139,7 +139,10 @@ test('a rollout restart of 5 pods, one with a connection that never closes: 4 Dr
     runPod(kubelet, daemonSet);
   }
 
-  await double.until(() => events(double).length === 10);
+  // Each of the two processes creates each of the 10 Events once (a pod's and the DaemonSet's per
+  // drain): waiting for the 20 creates, not only for the 10 Events, waits for the slower watch too.
+  const eventCreates = () => double.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/events')).map((request) => request.status);
+  await double.until(() => eventCreates().length === 20);
   const scrapes = await scrapedUntil(ports, (texts) => total(texts, 'drainguard_drains_total') === 5 && total(texts, 'drainguard_reporter_pending_reports') === 0);
   const podEvents = events(double).filter((event) => event.involvedObject.kind === 'Pod');
   expect(podEvents.map((event) => event.reason).sort()).toEqual(['DrainDeadline', 'Drained', 'Drained', 'Drained', 'Drained']);
@@ -150,7 +153,7 @@ test('a rollout restart of 5 pods, one with a connection that never closes: 4 Dr
   const workloadEvents = events(double).filter((event) => event.involvedObject.kind === 'DaemonSet');
   expect(workloadEvents.map((event) => event.involvedObject.uid)).toEqual(Array(5).fill(daemonSet.uid));
   // Both processes reported every termination; the API server let one create each Event, the other got 409.
-  const creates = double.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/events')).map((request) => request.status);
+  const creates = eventCreates();
   expect(creates.filter((status) => status === 201)).toHaveLength(10);
   expect(creates.filter((status) => status === 409)).toHaveLength(10);
   expect(podEvents.every((event) => ['reporter-a', 'reporter-b'].includes(event.reportingInstance))).toBe(true);
