@@ -192,7 +192,7 @@ describe('--wait', () => {
     const result = await run;
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/\nStatus: √ all 9 checks passed, 1 note\nInstallation healthy after \d+s \(2 attempts\)\n$/);
+    expect(result.stdout).toMatch(/\nStatus: √ all 10 checks passed, 2 notes\nInstallation healthy after \d+s \(2 attempts\)\n$/);
   });
 
   test('gives up when the time is over: exit 1, the last report, and why', async () => {
