@@ -112,33 +112,42 @@ test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
   expect(await status(['serve', '--dev', '--config', join(directory, 'missing-config.yaml')])).toBe(3);
 });
 
-test('report: 0 after SIGTERM once it watches, 2 for wrong flags, 3 when it cannot start', async () => {
-  expect(await status(['report', '--port', '65536'])).toBe(2);
-  expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
-  const double = await KubeApiDouble.start();
-  try {
-    const kubeconfig = join(directory, 'report-kubeconfig');
+describe('report returns 0, 2 and 3 as documented', () => {
+  let double: KubeApiDouble;
+  const kubeconfig = join(directory, 'report-kubeconfig');
+  const report = (port: string) => spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes'], { env: { HOME: directory } });
+  beforeAll(async () => {
+    double = await KubeApiDouble.start();
     writeFileSync(kubeconfig, double.kubeconfigYaml());
-    const reporter = spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', '0', '--instance', 'exit-codes'], { env: { HOME: directory } });
+  });
+  afterAll(() => double.close());
+
+  test('2 for wrong flags, 3 for a kubeconfig that cannot be used', async () => {
+    expect(await status(['report', '--port', '65536'])).toBe(2);
+    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
+  });
+
+  test('0 after SIGTERM once it watches', async () => {
+    const reporter = report('0');
     // Running: it has listed the protected pods and watches them.
     await double.until(() => double.openWatches === 1);
     reporter.child.kill('SIGTERM');
     expect((await reporter).status).toBe(0);
-    // A port another process holds: 3, with the reason, and the process ends (its watch is stopped too).
+  });
+
+  test('3 for a port another process holds, with the reason; the process ends (its watch never started)', async () => {
     const taken = createServer();
     taken.listen(0, '127.0.0.1');
     await once(taken, 'listening');
     try {
       const port = String((taken.address() as AddressInfo).port);
-      const refused = await spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes'], { env: { HOME: directory } });
+      const refused = await report(port);
       expect(refused.status).toBe(3);
       expect(refused.stderr).toContain(`drainguard report: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
     } finally {
       taken.close();
     }
-  } finally {
-    await double.close();
-  }
+  });
 });
 
 test('version: 0 even with no cluster configured (it says so), 2 for wrong flags', async () => {
