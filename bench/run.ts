@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the decision in a tight loop, the growth check, HTTPS admission (drainguard, the
- * decision-only reference, the express fixed answer and Pepr in one interleaved run), envoy-shutdown.
+ * decision-only reference, the express fixed answer and Pepr in one interleaved run), envoy-shutdown,
+ * and `drainguard report` with 10,000 watched pods and 100 drains/s.
  * Progress on stderr, the tables on stdout, every figure into bench/results.json (section `bench`),
  * with the machine's load average at start and end.
  *
@@ -13,6 +14,7 @@ import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchF
 import { beginSection, progress } from './lib/results';
 import { table } from './lib/stats';
 import { createBenchCertificates } from './lib/tls';
+import { benchReporter, DEFAULT_REPORTER_SETTINGS, QUICK_REPORTER_SETTINGS, reporterTable } from './report';
 import { benchShutdown } from './shutdown';
 import { benchTightLoop } from './tight-loop';
 
@@ -29,7 +31,8 @@ async function main(): Promise<void> {
   try {
     const http = await benchHttp(certs, progress, quick ? QUICK_HTTP_SETTINGS : DEFAULT_HTTP_SETTINGS);
     const shutdown = await benchShutdown(progress, quick ? 2 : 7, quick ? 3 : 10);
-    figures = { tightLoop, growth, http, shutdown };
+    const report = await benchReporter(progress, quick ? QUICK_REPORTER_SETTINGS : DEFAULT_REPORTER_SETTINGS, certs);
+    figures = { tightLoop, growth, http, shutdown, report };
   } finally {
     certs.remove();
   }
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
       table(serverTable(figures.http)),
       rowTable(decisionRows(figures)),
       table(growthTable(figures.growth)),
+      table(reporterTable(figures.report!)),
       `load average (1 min) ${envelope.loadAverageAtStart.oneMinute} at start, ${envelope.loadAverageAtEnd.oneMinute} at end (${envelope.machine.cores} cores); written to ${path}`,
     ].join('\n\n') + '\n',
   );

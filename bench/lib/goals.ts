@@ -4,6 +4,7 @@
  */
 import type { GrowthReport } from '../growth';
 import type { HttpReport, MicrosSummary, PacedFigures, ServerFigures } from '../http';
+import type { ReporterReport } from '../report';
 import type { ShutdownReport } from '../shutdown';
 import type { CallTiming, TightLoopReport } from '../tight-loop';
 
@@ -12,6 +13,8 @@ export interface BenchFigures {
   growth: GrowthReport;
   http: HttpReport;
   shutdown: ShutdownReport;
+  /** Absent in results written before the reporter had a benchmark. */
+  report?: ReporterReport;
 }
 
 export interface ReportRow {
@@ -38,6 +41,9 @@ export const GOALS = {
   shutdownFirstRequestMs: 10,
   shutdownPeakRssMiB: 8,
   shutdownExecutableMB: 4,
+  /** `drainguard report` with 10,000 watched pods and 100 drains/s (issue 22): its p99 from termination to Event. */
+  reporterLatencyP99Ms: 1000,
+  reporterCores: 1,
 } as const;
 
 /** peakRssMB is measured in MB (10^6 bytes); the goal is in MiB. */
@@ -54,7 +60,42 @@ export function pacedAt(server: ServerFigures | undefined, rate: number): PacedF
 }
 
 /** One row per goal, in the order of the goals. */
-export function goalRows({ tightLoop, growth, http, shutdown }: BenchFigures): ReportRow[] {
+export function goalRows({ tightLoop, growth, http, shutdown, report }: BenchFigures): ReportRow[] {
+  return [...serverGoalRows({ tightLoop, growth, http, shutdown }), ...(report ? reporterGoalRows(report) : [])];
+}
+
+/** The reporter's goals: within the chart's memory limit, every drain reported, promptly, with CPU to spare. */
+export function reporterGoalRows(report: ReporterReport): ReportRow[] {
+  const scale = `${report.settings.pods.toLocaleString('en-US')} watched pods, ${report.settings.drainsPerSecond} drains/s`;
+  return [
+    {
+      figure: `drainguard report peak resident memory, ${scale}`,
+      value: `${report.peakRssMiB} MiB`,
+      goal: `≤ ${report.chartMemoryLimitMiB} MiB (the chart's limit)`,
+      met: report.peakRssMiB <= report.chartMemoryLimitMiB,
+    },
+    {
+      figure: `drainguard report: drains reported, ${scale}`,
+      value: `${report.eventsCreated} of ${report.drainsSent}`,
+      goal: 'all',
+      met: report.eventsCreated === report.drainsSent,
+    },
+    {
+      figure: `drainguard report: termination → pod Event p99, ${scale}`,
+      value: `${report.reportLatencyMs.p99} ms (p50 ${report.reportLatencyMs.p50} ms)`,
+      goal: `≤ ${GOALS.reporterLatencyP99Ms} ms`,
+      met: report.reportLatencyMs.p99 <= GOALS.reporterLatencyP99Ms,
+    },
+    {
+      figure: `drainguard report CPU while draining, ${scale}`,
+      value: `${report.cpuCoresWhileDraining} cores (${report.cpuPerDrainMs} ms per drain)`,
+      goal: `≤ ${GOALS.reporterCores} core`,
+      met: report.cpuCoresWhileDraining <= GOALS.reporterCores,
+    },
+  ];
+}
+
+function serverGoalRows({ tightLoop, growth, http, shutdown }: BenchFigures): ReportRow[] {
   const drainguard = http.servers.find((s) => s.server === 'drainguard');
   const atGoalRate = pacedAt(drainguard, GOALS.p99RatePerSecond);
   const pepr = http.servers.find((s) => s.server === 'pepr');

@@ -54,17 +54,19 @@ interface PeprStore {
   data: Record<string, string>;
 }
 
-function send(res: ServerResponse, status: number, body: unknown): number {
+/** A JSON answer with its length (shared by the benchmarks' API stubs). */
+export function send(res: ServerResponse, status: number, body: unknown): number {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
   return status;
 }
 
-function statusBody(code: number, reason: string, message: string) {
+/** A `metav1.Status` failure body. */
+export function statusBody(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -41,6 +41,39 @@ export function loadKubernetesClient(): Promise<ClientModule> {
   return clientModule;
 }
 
+/**
+ * Request options for client-node's object API that abort each call after `timeoutMs`, so an API
+ * server that accepts connections but never answers ends a call with a TimeoutError instead of a hang.
+ *
+ * With `reuseConnectionsOf`, every call also goes through one connection pool made from that
+ * KubeConfig: client-node builds a new undici Agent for each request (KubeConfig.createDispatcher), so
+ * each call would otherwise open, and leave behind, its own TLS connection. The credentials are still
+ * applied to each request as client-node applies them (a rotated token is read again); only the pool
+ * of connections, with its TLS settings, is shared.
+ */
+export async function requestTimeoutOptions(timeoutMs: number, reuseConnectionsOf?: k8s.KubeConfig) {
+  const client = await loadKubernetesClient();
+  let dispatcher: unknown;
+  if (reuseConnectionsOf) {
+    const probe = new client.RequestContext(reuseConnectionsOf.getCurrentCluster()?.server ?? 'https://kubernetes.default.svc', client.HttpMethod.GET);
+    await reuseConnectionsOf.applySecurityAuthentication(probe);
+    dispatcher = probe.getDispatcher();
+  }
+  return {
+    middleware: [
+      {
+        pre: (context: k8s.RequestContext) => {
+          context.setSignal(AbortSignal.timeout(timeoutMs));
+          if (dispatcher !== undefined) context.setDispatcher(dispatcher as Parameters<k8s.RequestContext['setDispatcher']>[0]);
+          return new client.Observable(Promise.resolve(context));
+        },
+        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
+      },
+    ],
+    middlewareMergeStrategy: 'append' as const,
+  };
+}
+
 export async function kubeConfigFor(options: KubeConnectionOptions): Promise<k8s.KubeConfig> {
   if (options.kubeConfig) return options.kubeConfig;
   const { KubeConfig } = await loadKubernetesClient();

@@ -7,8 +7,9 @@
  * as a `ClusterAccessError`.
  */
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient } from '../certs/kube';
+import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
 import type { Pod } from '../mutate';
+import { DRAIN_EVENT_LABEL, DRAIN_SUMMARY_ANNOTATION, readSummary, type DrainSummary } from '../report/drain-event';
 
 /** What was asked of the API server, in RBAC's terms. */
 export interface ReadRequest {
@@ -95,6 +96,14 @@ export interface AccessQuestion {
   name?: string;
 }
 
+/** A drain as the reporter's pod Event holds it. */
+export interface DrainEventView {
+  namespace: string;
+  summary: DrainSummary;
+  /** The Event's lastTimestamp (when the container ended), for a summary without finishedAt. */
+  at: string | undefined;
+}
+
 /** A pod page: the pods in the JSON shape the webhook receives, for `mutate`. */
 export type PodPage = Pod[];
 
@@ -120,6 +129,8 @@ export interface ClusterReader {
   servedResources(group: string, version: string): Promise<Read<ServedResource[]>>;
   /** A SelfSubjectAccessReview: `allowed` as the authorizer answers, nothing stored. */
   mayI(question: AccessQuestion): Promise<Read<{ allowed: boolean; reason?: string }>>;
+  /** The reporter's pod Events (label drainguard.io/drain-event=pod) of one namespace or all, with a readable summary. */
+  drainEvents(namespace: string | undefined): Promise<Read<DrainEventView[]>>;
 }
 
 /** kubectl's page size for lists. */
@@ -136,20 +147,8 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
   const authorization = kubeConfig.makeApiClient(client.AuthorizationV1Api);
   const server = kubeConfig.getCurrentCluster()?.server ?? 'the API server';
 
-  // Each request is aborted after the timeout, so an API server that accepts connections but never
-  // answers ends the run with a message instead of a hang. The object API takes Observable middleware.
-  const options = {
-    middleware: [
-      {
-        pre: (context: k8s.RequestContext) => {
-          context.setSignal(AbortSignal.timeout(requestTimeoutMs));
-          return new client.Observable(Promise.resolve(context));
-        },
-        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  };
+  // Each request is aborted after the timeout: the run ends with a message instead of a hang.
+  const options = await requestTimeoutOptions(requestTimeoutMs);
 
   async function read<T>(request: ReadRequest, call: () => Promise<T>): Promise<Read<T>> {
     try {
@@ -222,6 +221,24 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
           options,
         );
         return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
+      }),
+    drainEvents: (namespace) =>
+      read({ verb: 'list', resource: 'events', group: '', ...(namespace !== undefined ? { namespace } : {}) }, async () => {
+        const views: DrainEventView[] = [];
+        let next: string | undefined;
+        do {
+          const page = { labelSelector: `${DRAIN_EVENT_LABEL}=pod`, limit: POD_PAGE_SIZE, ...(next ? { _continue: next } : {}) };
+          const list =
+            namespace === undefined ? await core.listEventForAllNamespaces(page, options) : await core.listNamespacedEvent({ namespace, ...page }, options);
+          for (const event of list.items) {
+            // Anything else carrying the label (another writer's Event) has no summary this reads.
+            const summary = readSummary(event.metadata?.annotations?.[DRAIN_SUMMARY_ANNOTATION]);
+            const at = event.lastTimestamp instanceof Date ? event.lastTimestamp.toISOString() : undefined;
+            if (summary && event.metadata?.namespace) views.push({ namespace: event.metadata.namespace, summary, at });
+          }
+          next = list.metadata?._continue || undefined;
+        } while (next);
+        return views;
       }),
   };
 }

@@ -9,6 +9,8 @@ export interface InstallationNames {
   /** `drainguard.fullname`: the Deployment, the Service, and the prefix of the rest. */
   fullname: string;
   deployment: string;
+  /** `drainguard.reporter.fullname`: the reporter's Deployment. */
+  reporterDeployment: string;
   service: string;
   /** Cluster-scoped, so the namespace is part of it (`drainguard.webhookConfigName`). */
   webhookConfiguration: string;
@@ -42,6 +44,7 @@ export function chartNames(release: string, namespace: string, fullnameOverride?
     namespace,
     fullname,
     deployment: fullname,
+    reporterDeployment: truncate(`${fullname}-reporter`, 63),
     service: fullname,
     webhookConfiguration: truncate(`${fullname}-${namespace}`, 253),
     configMap: `${fullname}-config`,

@@ -33,7 +33,7 @@ const clusterScoped = (resource: string, group: string): ChartObject => ({ resou
 
 /**
  * The kinds of object `helm install` creates with the chart's default values in each TLS mode
- * (test/integration/chart/preinstall-objects.test.ts renders the chart to keep this list true).
+ * (test/integration/chart/helm-test-hook.test.ts renders the chart to keep this list true).
  */
 export function chartObjects(tlsMode: PlannedTlsMode): ChartObject[] {
   return [
@@ -44,14 +44,10 @@ export function chartObjects(tlsMode: PlannedTlsMode): ChartObject[] {
     namespaced('poddisruptionbudgets', 'policy'),
     namespaced('networkpolicies', 'networking.k8s.io'),
     clusterScoped('mutatingwebhookconfigurations', 'admissionregistration.k8s.io'),
-    ...(tlsMode === 'self'
-      ? [
-          namespaced('roles', 'rbac.authorization.k8s.io'),
-          namespaced('rolebindings', 'rbac.authorization.k8s.io'),
-          clusterScoped('clusterroles', 'rbac.authorization.k8s.io'),
-          clusterScoped('clusterrolebindings', 'rbac.authorization.k8s.io'),
-        ]
-      : []),
+    // The reporter's (report.enabled, on by default), and in self mode the webhook's too.
+    clusterScoped('clusterroles', 'rbac.authorization.k8s.io'),
+    clusterScoped('clusterrolebindings', 'rbac.authorization.k8s.io'),
+    ...(tlsMode === 'self' ? [namespaced('roles', 'rbac.authorization.k8s.io'), namespaced('rolebindings', 'rbac.authorization.k8s.io')] : []),
     ...(tlsMode === 'certManager' ? [namespaced('issuers', 'cert-manager.io'), namespaced('certificates', 'cert-manager.io')] : []),
   ];
 }

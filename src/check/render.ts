@@ -19,6 +19,7 @@ const SECTIONS: { category: Category; title: string }[] = [
   { category: 'installation', title: 'installation' },
   { category: 'coverage', title: 'namespaces holding Envoy pods' },
   { category: 'pods', title: 'Envoy pods' },
+  { category: 'drains', title: "recent drains (the reporter's Events)" },
 ];
 
 /** Pod names shown per fix; the JSON output lists them all. */

@@ -4,10 +4,13 @@
  * an interface for scripts (docs/check.md).
  */
 
+import type { OpenListener } from '../drain-record';
+import type { DrainOutcome } from '../report/drain-event';
+
 /** `info` lines report a fact (the failure policy, an opted-out pod) and never fail the run. */
 export type Verdict = 'pass' | 'fail' | 'info';
 
-export type Category = 'installation' | 'coverage' | 'pods' | 'pre-install';
+export type Category = 'installation' | 'coverage' | 'pods' | 'pre-install' | 'drains';
 
 export type CheckId =
   | 'webhook-configuration'
@@ -26,7 +29,11 @@ export type CheckId =
   | 'cert-manager'
   | 'webhook-name'
   | 'install-namespace'
-  | 'permissions';
+  | 'permissions'
+  // recent drains (drainguard report's Events)
+  | 'reporter'
+  | 'drain-events'
+  | 'drains';
 
 export interface CheckResult {
   category: Category;
@@ -38,6 +45,34 @@ export interface CheckResult {
   hint?: string;
   /** For `pod` lines: everything found about the pod. */
   pod?: EnvoyPodReport;
+  /** For `drains` lines: the workload's recent drains. */
+  drains?: WorkloadDrains;
+}
+
+/** How one drain ended, as the reporter's Event records it (src/report/drain-event.ts). */
+export interface DrainReport {
+  pod: string;
+  outcome: DrainOutcome;
+  finishedAt: string | null;
+  durationMs: number | null;
+  connectionsAtEnd: number | null;
+  openListeners: OpenListener[];
+}
+
+/** A workload's recent drains (the newest ten within the Events' lifetime), newest first. */
+export interface WorkloadDrains {
+  namespace: string;
+  /** `daemonset/envoy`, `deployment/envoy`, `none` (the metrics' `workload` label). */
+  workload: string;
+  /** How many of the drains shown ended each way. */
+  outcomes: Partial<Record<DrainOutcome, number>>;
+  /** The median duration of those that drained. */
+  medianDrainedSeconds?: number;
+  /** Envoy exits not caused by a drain (crash, OOM kill), not counted among the drains. */
+  envoyExits: number;
+  /** Every drain shown drained. */
+  ok: boolean;
+  drains: DrainReport[];
 }
 
 /** A controller as kubectl names it: `daemonset/envoy` in `projectcontour`. */

@@ -5,6 +5,7 @@
  */
 import type { Pod } from '../mutate';
 import { describeFailure, type ClusterReader } from './cluster';
+import { checkRecentDrains } from './drains';
 import { CHART_DEFAULT_NAMESPACE_SELECTOR, checkInstallation, type InstallationFacts, type WebhookView } from './installation';
 import type { InstallationNames } from './names';
 import { assessPod, judgePod } from './pods';
@@ -83,7 +84,8 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
       objectSelected: facts.webhooks === undefined || facts.webhooks.some((webhook) => selects(webhook.objectSelector, labelsOf(raw))),
     }));
 
-  const checks = [...installation.checks, ...coverageResults.map((result) => result.check), podList, ...podLines];
+  const drains = await checkRecentDrains(reader, { names, scope });
+  const checks = [...installation.checks, ...coverageResults.map((result) => result.check), podList, ...podLines, ...drains];
   return {
     scope,
     installation: {

@@ -7,6 +7,7 @@ import { CHECK_EXIT_CODES, CHECK_FLAGS, CHECK_USAGE } from './check';
 import { completionScript, SHELLS, type Shell } from './completion';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_OK, EXIT_USAGE, formatExitCodes, type ExitCodeTable } from './errors';
 import { INJECT_EXIT_CODES, INJECT_FLAGS, INJECT_USAGE } from './inject';
+import { REPORT_EXIT_CODES, REPORT_FLAGS, REPORT_USAGE } from './report';
 import { SERVE_EXIT_CODES, SERVE_FLAGS, SERVE_USAGE } from './serve';
 import { VERSION_EXIT_CODES, VERSION_FLAGS, VERSION_USAGE } from './version-command';
 
@@ -60,6 +61,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     flags: CHECK_FLAGS,
     usage: CHECK_USAGE,
     exitCodes: CHECK_EXIT_CODES,
+  },
+  {
+    name: 'report',
+    summary: 'turn every Envoy drain into Kubernetes Events and Prometheus metrics (runs in the cluster)',
+    flags: REPORT_FLAGS,
+    usage: REPORT_USAGE,
+    exitCodes: REPORT_EXIT_CODES,
   },
   {
     name: 'version',

@@ -8,6 +8,7 @@ import { COMMANDS, COMPLETION_USAGE, completionFor, findCommand, MAIN_USAGE, PRO
 import { SHELLS, type Shell } from './completion';
 import { EXIT_OK, EXIT_USAGE, reportError, UsageError } from './errors';
 import { readSourceFile, runInject } from './inject';
+import { runReport } from './report';
 import { runServe } from './serve';
 import { didYouMean } from './suggest';
 import { paintFor } from './terminal';
@@ -41,6 +42,8 @@ async function main(argv: readonly string[]): Promise<number> {
         // Progress of --wait rewrites one line: only for a person watching a terminal.
         ...(process.stderr.isTTY ? { progress: write(process.stderr) } : {}),
       });
+    case 'report':
+      return runReport(rest);
     case 'version':
       return runVersionCommand(rest, { stdout: write(process.stdout), env });
     case '--version':

@@ -12,6 +12,7 @@ import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
+import { LOG_LEVELS, runUntilSignal, startFailure } from './service';
 
 const COMMAND = 'drainguard serve';
 
@@ -73,8 +74,6 @@ ${formatFlagHelp(SERVE_FLAGS)}
 
 ${formatExitCodes(SERVE_EXIT_CODES)}`;
 
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
-
 export async function runServe(argv: string[]): Promise<number> {
   let flags;
   try {
@@ -119,18 +118,9 @@ export async function runServe(argv: string[]): Promise<number> {
       tls: settings.tls.mode === 'dev' ? devCertificates(logger) : settings.tls,
     });
   } catch (error) {
-    logger.fatal({ err: error }, 'cannot start');
-    process.stderr.write(`${COMMAND}: ${(error as Error).message}\n`);
-    return EXIT_FAILURE;
+    return startFailure(COMMAND, logger, error);
   }
-
-  const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
-    process.once('SIGTERM', () => resolveSignal('SIGTERM'));
-    process.once('SIGINT', () => resolveSignal('SIGINT'));
-  });
-  logger.info({ signal }, 'signal received');
-  await running.shutdown();
-  return EXIT_OK;
+  return runUntilSignal(logger, running);
 }
 
 function usage(error: unknown): number {

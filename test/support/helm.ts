@@ -170,6 +170,19 @@ export function renderChartFailure(opts: RenderOptions): HelmResult {
   return helm(templateArgs(opts));
 }
 
+/**
+ * The webhook's objects among rendered ones: everything but the reporter's (label
+ * `app.kubernetes.io/component: reporter`, charts/drainguard/templates/reporter.yaml).
+ */
+export function webhookObjects(objects: K8sObject[]): K8sObject[] {
+  return objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] !== 'reporter');
+}
+
+/** The reporter's objects among rendered ones. */
+export function reporterObjects(objects: K8sObject[]): K8sObject[] {
+  return objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'reporter');
+}
+
 /** The one object of a kind (and name, when several exist); throws when absent or ambiguous. */
 export function findOne(objects: K8sObject[], kind: string, name?: string): K8sObject {
   const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));

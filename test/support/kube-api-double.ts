@@ -1,12 +1,15 @@
 /**
  * An HTTPS stand-in for kube-apiserver covering what drainguard calls: reads (get, and list with label
  * selectors and `limit`/`continue` paging) of namespaces, pods, services, configmaps, secrets,
- * deployments, replicasets, daemonsets, endpointslices and MutatingWebhookConfigurations; creates and
+ * deployments, replicasets, daemonsets, endpointslices, events and MutatingWebhookConfigurations;
+ * watches as the watch cache serves them (resourceVersion, bookmarks, 410 Expired, label selectors:
+ * ./kube/watch-cache); creates (409 AlreadyExists; Events validated as the v1 API validates them) and
  * replaces with resourceVersion preconditions; JSON patches. It answers with the real API's status
  * codes, list shapes and `Status` bodies (403s worded as the authorizer words them), so drainguard is
  * exercised through the real @kubernetes/client-node, including its error mapping. Tests can inspect
- * every request, deny requests as RBAC would, and hold requests at a gate to force races
- * deterministically.
+ * every request, deny requests as RBAC would, hold requests at a gate to force races
+ * deterministically, restart the API server, and drive pods through their life as the kubelet does
+ * (./kube/kubelet).
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -17,7 +20,9 @@ import { applyPatch, type Operation } from 'rfc6902';
 import type { KubeConfig } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { loadKubernetesClient } from '../../src/certs/kube';
 import { createCertificateAuthority, createServingCertificate } from '../../src/certs/pki';
+import { parseLabelSelector, selects } from './kube/selector';
 import * as status from './kube/status';
+import { WatchCache, type ChangeType } from './kube/watch-cache';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -34,10 +39,12 @@ export interface RecordedRequest {
   contentType?: string;
   body?: unknown;
   status: number;
+  /** What RBAC would authorize: the verb and the group and plural resource, for requests to a served resource. */
+  rbac?: { verb: Verb; group: string; resource: string; namespace?: string };
 }
 
 /** The RBAC verbs a request maps to. */
-export type Verb = 'get' | 'list' | 'create' | 'update' | 'patch' | 'delete';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
 /** A request the double refuses with 403, as RBAC would when no rule allows it. */
 export interface DenyRule {
@@ -87,6 +94,7 @@ const RESOURCE_TYPES: readonly ResourceType[] = [
   { resource: 'replicasets', group: 'apps', version: 'v1', kind: 'ReplicaSet', namespaced: true },
   { resource: 'daemonsets', group: 'apps', version: 'v1', kind: 'DaemonSet', namespaced: true },
   { resource: 'endpointslices', group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true },
+  { resource: 'events', group: '', version: 'v1', kind: 'Event', namespaced: true },
   {
     resource: 'mutatingwebhookconfigurations',
     group: 'admissionregistration.k8s.io',
@@ -125,38 +133,14 @@ function parseTarget(path: string): Target | undefined {
   return { type, ...(namespace !== undefined ? { namespace } : {}), ...(rest[1] !== undefined ? { name: rest[1] } : {}) };
 }
 
-function verbOf(method: string, target: Target): Verb | undefined {
+function verbOf(method: string, target: Target, params: URLSearchParams): Verb | undefined {
+  // apiserver's RequestInfoFactory: a collection GET with watch=true (or 1) is the `watch` verb.
+  const watch = params.get('watch');
+  if (method === 'GET' && target.name === undefined && (watch === 'true' || watch === '1')) return 'watch';
   if (method === 'GET') return target.name === undefined ? 'list' : 'get';
   if (method === 'POST' && target.name === undefined) return 'create';
   if (target.name === undefined) return undefined;
   return ({ PUT: 'update', PATCH: 'patch', DELETE: 'delete' } as const)[method as 'PUT' | 'PATCH' | 'DELETE'];
-}
-
-/** An equality-based label selector (`a=b,c!=d,e,!f`), the form kube-apiserver parses. */
-type Requirement = { key: string; test: (labels: Record<string, string>) => boolean };
-
-function parseLabelSelector(text: string): Requirement[] | string {
-  const requirements: Requirement[] = [];
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
-    let match: RegExpExecArray | null;
-    if ((match = /^([^!=\s]+)\s*!=\s*(\S*)$/.exec(part))) {
-      const [, key, value] = match as unknown as [string, string, string];
-      requirements.push({ key, test: (labels) => labels[key] !== value });
-    } else if ((match = /^([^!=\s]+)\s*==?\s*(\S*)$/.exec(part))) {
-      const [, key, value] = match as unknown as [string, string, string];
-      requirements.push({ key, test: (labels) => labels[key] === value });
-    } else if ((match = /^!([^!=\s]+)$/.exec(part))) {
-      const key = match[1] as string;
-      requirements.push({ key, test: (labels) => !(key in labels) });
-    } else if ((match = /^([^!=\s()]+)$/.exec(part))) {
-      const key = match[1] as string;
-      requirements.push({ key, test: (labels) => key in labels });
-    } else {
-      // Set-based requirements (`in`, `notin`) are valid upstream; nothing drainguard does uses them.
-      return `unable to parse requirement: the API double supports only equality-based selectors, got ${JSON.stringify(part)}`;
-    }
-  }
-  return requirements;
 }
 
 /** kube-apiserver's continue token: URL-safe base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`. */
@@ -174,6 +158,35 @@ function decodeContinue(token: string): { start: string } | string {
   }
 }
 
+/**
+ * What kube-apiserver refuses in a core/v1 Event it is asked to create (pkg/apis/core/validation/events.go,
+ * `legacyValidateEvent`: the v1 API skips the stricter events.k8s.io checks).
+ */
+function eventProblems(event: KubeObject, namespace: string | undefined): string[] {
+  const problems: string[] = [];
+  const involved = (event.involvedObject ?? {}) as { namespace?: unknown };
+  const involvedNamespace = typeof involved.namespace === 'string' ? involved.namespace : '';
+  const eventTime = event.eventTime;
+  if (eventTime === undefined || eventTime === null) {
+    if (involvedNamespace === '' ? namespace !== undefined && namespace !== 'default' : namespace !== involvedNamespace) {
+      problems.push(`involvedObject.namespace: Invalid value: ${JSON.stringify(involvedNamespace)}: does not match event.namespace`);
+    }
+  } else {
+    const text = (key: string) => (typeof event[key] === 'string' ? (event[key] as string) : '');
+    if (involvedNamespace === '' && namespace !== 'default' && namespace !== 'kube-system') {
+      problems.push(`involvedObject.namespace: Invalid value: "": does not match event.namespace`);
+    }
+    if (text('reportingController') === '') problems.push('reportingController: Required value');
+    if (text('reportingInstance') === '') problems.push('reportingInstance: Required value');
+    if (text('reportingInstance').length > 128) problems.push('reportingInstance: Invalid value: "": can have at most 128 characters');
+    if (text('action') === '') problems.push('action: Required value');
+    if (text('reason') === '') problems.push('reason: Required value');
+    if (text('reason').length > 128) problems.push('reason: Invalid value: "": can have at most 128 characters');
+    if (text('message').length > 1024) problems.push('message: Invalid value: "": can have at most 1024 characters');
+  }
+  return problems;
+}
+
 export class KubeApiDouble {
   readonly requests: RecordedRequest[] = [];
   /** The user the bearer token authenticates as; 403 messages name it. */
@@ -185,6 +198,7 @@ export class KubeApiDouble {
   private grants: Grant[] | undefined;
   private readonly gates: Gate[] = [];
   private readonly holds: { matches: Gate['matches']; arrive: () => void; released: Promise<void> }[] = [];
+  private readonly cuts: { matches: Gate['matches']; done: () => void }[] = [];
   private resourceVersion = 1000;
   /** What `GET /version` answers (apimachinery's version.Info); tests set it to play another release. */
   serverVersion: { major: string; minor: string; gitVersion: string; [field: string]: string } = {
@@ -200,12 +214,18 @@ export class KubeApiDouble {
   };
   /** API groups served besides the built-in ones (as a CRD's group would be), for discovery. */
   private readonly servedGroups = new Map<string, { name: string; kind: string; namespaced: boolean }[]>();
+  private readonly watchCache = new WatchCache(() => this.resourceVersion);
+  /** Conditions tests wait for, checked after every request, write and watch change. */
+  private readonly waiters = new Set<{ test: () => boolean; resolve: () => void }>();
   private readonly token = randomUUID();
   private readonly sockets = new Set<Socket>();
+  private port = 0;
   private constructor(
     private readonly server: Server,
     readonly caCert: string,
-  ) {}
+  ) {
+    this.watchCache.onChange = () => this.notify();
+  }
 
   static async start(): Promise<KubeApiDouble> {
     const validity = { now: new Date(), validityDays: 1 };
@@ -216,16 +236,19 @@ export class KubeApiDouble {
     server.on('request', (req, res) => void double.handle(req, res));
     // Every socket, including ones still in their TLS handshake, which closeAllConnections() does not see.
     server.on('connection', (socket: Socket) => {
+      // As Go's net package does for kube-apiserver: no Nagle delay on small answers.
+      socket.setNoDelay(true);
       double.sockets.add(socket);
       socket.once('close', () => double.sockets.delete(socket));
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
+    double.port = (server.address() as AddressInfo).port;
     return double;
   }
 
   get url(): string {
-    return `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `https://127.0.0.1:${this.port}`;
   }
 
   /** A KubeConfig for the real client library: TLS verified against the double's CA, bearer token. */
@@ -250,10 +273,69 @@ export class KubeApiDouble {
 
   async close(): Promise<void> {
     for (const gate of this.gates.splice(0)) gate.waiting.splice(0).forEach((release) => release());
+    if (!this.server.listening) return;
+    await this.stopListening();
+  }
+
+  private async stopListening(): Promise<void> {
+    this.watchCache.dropAll();
+    const closed = once(this.server, 'close');
+    this.server.close();
     this.server.closeAllConnections();
     for (const socket of this.sockets) socket.destroy();
-    this.server.close();
-    await once(this.server, 'close');
+    await closed;
+  }
+
+  /**
+   * kube-apiserver restarting: every connection (open watches included) is cut, connections are refused
+   * until it is back on the same address, and its watch cache starts again from a fresh list, so a
+   * client resuming a watch from an older resourceVersion gets 410 Expired. The store (etcd) keeps
+   * everything. `whileDown` runs while nothing is listening.
+   */
+  async restart(whileDown?: () => void | Promise<void>): Promise<void> {
+    await this.stopListening();
+    await whileDown?.();
+    this.watchCache.relist();
+    this.server.listen(this.port, '127.0.0.1');
+    await once(this.server, 'listening');
+  }
+
+  /** Forgets the watch history so far (a compaction): watches resuming from before now get 410 Expired. */
+  forgetWatchHistory(): void {
+    this.watchCache.forgetUpTo(this.resourceVersion);
+  }
+
+  /** A BOOKMARK at the current resourceVersion to every open watch that allowed bookmarks. */
+  bookmark(): void {
+    this.watchCache.bookmark();
+  }
+
+  /** Ends every open watch as its timeout would: a bookmark where allowed, then the end of the stream. */
+  endWatches(): void {
+    this.watchCache.endAll();
+  }
+
+  /** Watches open now. */
+  get openWatches(): number {
+    return this.watchCache.openWatches;
+  }
+
+  /**
+   * Resolves once `test` holds. It is checked now and after every request answered, every write and
+   * every watch opened or closed: tests wait for what they need, never for a time.
+   */
+  until(test: () => boolean): Promise<void> {
+    if (test()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.add({ test, resolve }));
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) {
+      if (waiter.test()) {
+        this.waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
   }
 
   /** Holds matching requests until `count` of them have arrived, then lets them all through at once. */
@@ -309,6 +391,15 @@ export class KubeApiDouble {
     );
   }
 
+  /**
+   * The next matching request is carried out, then its connection is cut before the answer: what a
+   * client sees when the API server (or the network) fails after a write was applied. Resolves when
+   * it has happened.
+   */
+  cutAfterApplying(method: string, pathPattern: RegExp): Promise<void> {
+    return new Promise((done) => this.cuts.push({ matches: (m, p) => m === method && pathPattern.test(p), done }));
+  }
+
   /** From now on, answer matching requests 403 Forbidden (checked before existence, as RBAC is). */
   deny(rule: DenyRule): void {
     this.denied.push(rule);
@@ -335,15 +426,81 @@ export class KubeApiDouble {
       const labels = (metadata.labels ?? {}) as Record<string, string>;
       metadata = { ...metadata, labels: { ...labels, 'kubernetes.io/metadata.name': metadata.name } };
     }
-    const stored = this.stamp({ ...object, metadata });
-    this.bucket(type).set(this.key(metadata.namespace, metadata.name), stored);
+    const previous = this.bucket(type).get(this.key(metadata.namespace, metadata.name));
+    // Putting an object again is an update of it: it keeps its uid, as a controller's update would.
+    const identity = previous ? { uid: previous.metadata.uid, creationTimestamp: previous.metadata.creationTimestamp } : {};
+    const stored = this.save(type, this.stamp({ ...object, metadata: { ...identity, ...metadata } }));
     return structuredClone(stored);
+  }
+
+  /**
+   * Changes a stored object as a controller or the kubelet would (an update: MODIFIED to watchers);
+   * uid, name, namespace and creationTimestamp stay. Returns the stored copy.
+   */
+  update(resource: string, namespace: string | undefined, name: string, change: (object: KubeObject) => KubeObject): KubeObject {
+    const type = this.typeOf(resource);
+    const current = this.bucket(type).get(this.key(namespace, name));
+    if (!current) throw new Error(`no ${resource} ${namespace ?? ''}/${name} to update`);
+    const changed = change(structuredClone(current));
+    const { uid, creationTimestamp } = current.metadata;
+    const stored = this.save(type, this.stamp({ ...changed, metadata: { ...changed.metadata, name, ...(namespace !== undefined ? { namespace } : {}), uid, creationTimestamp } }));
+    return structuredClone(stored);
+  }
+
+  /** Removes a stored object (DELETED to watchers, with the deletion's resourceVersion); returns it. */
+  remove(resource: string, namespace: string | undefined, name: string): KubeObject {
+    const type = this.typeOf(resource);
+    const key = this.key(namespace, name);
+    const current = this.bucket(type).get(key);
+    if (!current) throw new Error(`no ${resource} ${namespace ?? ''}/${name} to remove`);
+    this.bucket(type).delete(key);
+    this.resourceVersion += 1;
+    const deleted = { ...current, metadata: { ...current.metadata, resourceVersion: String(this.resourceVersion) } };
+    this.watchCache.record({ resourceVersion: this.resourceVersion, resource: type.resource, type: 'DELETED', object: deleted });
+    this.notify();
+    return structuredClone(deleted);
+  }
+
+  /** Copies of the stored objects of a resource (in one namespace, or all), in key order. */
+  list<T = KubeObject>(resource: string, namespace?: string): T[] {
+    return [...this.bucket(this.typeOf(resource)).entries()]
+      .filter(([, object]) => namespace === undefined || object.metadata.namespace === namespace)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, object]) => structuredClone(object) as unknown as T);
+  }
+
+  /**
+   * Events reaching the API server's --event-ttl: removed from the store as their etcd lease expires
+   * (all of them, or those `expired` picks). Returns how many went.
+   */
+  expireEvents(expired: (event: KubeObject) => boolean = () => true): number {
+    const bucket = this.bucket(this.typeOf('events'));
+    const gone = [...bucket.values()].filter(expired);
+    for (const event of gone) this.remove('events', event.metadata.namespace, event.metadata.name);
+    return gone.length;
+  }
+
+  private typeOf(resource: string): ResourceType {
+    const type = RESOURCE_TYPES.find((t) => t.resource === resource);
+    if (!type) throw new Error(`the API double does not serve ${resource}`);
+    return type;
+  }
+
+  /** Stores a stamped object and tells watchers (ADDED or MODIFIED, with the object before). */
+  private save(type: ResourceType, object: KubeObject): KubeObject {
+    const bucket = this.bucket(type);
+    const key = this.key(object.metadata.namespace, object.metadata.name);
+    const previous = bucket.get(key);
+    bucket.set(key, object);
+    const change: ChangeType = previous ? 'MODIFIED' : 'ADDED';
+    this.watchCache.record({ resourceVersion: Number(object.metadata.resourceVersion), resource: type.resource, type: change, object, ...(previous ? { previous } : {}) });
+    this.notify();
+    return object;
   }
 
   /** A copy of a stored object, or undefined. */
   get<T = KubeObject>(resource: string, namespace: string | undefined, name: string): T | undefined {
-    const type = RESOURCE_TYPES.find((t) => t.resource === resource);
-    if (!type) throw new Error(`the API double does not serve ${resource}`);
+    const type = this.typeOf(resource);
     const stored = this.bucket(type).get(this.key(namespace, name));
     return stored && (structuredClone(stored) as unknown as T);
   }
@@ -403,7 +560,17 @@ export class KubeApiDouble {
     await this.waitAtGate(method, path);
     const contentType = req.headers['content-type'];
     let body: unknown;
+    let rbac: RecordedRequest['rbac'];
+    const cut = this.cuts.findIndex((c) => c.matches(method, path));
     const reply = (code: number, payload: unknown) => {
+      if (cut >= 0) {
+        // Done, but the answer is lost: the connection drops before a byte of it is sent.
+        this.cuts.splice(cut, 1)[0]!.done();
+        this.requests.push({ method, path, ...(query ? { query } : {}), status: 0, ...(rbac ? { rbac } : {}) });
+        res.socket?.destroy();
+        this.notify();
+        return;
+      }
       this.requests.push({
         method,
         path,
@@ -411,8 +578,10 @@ export class KubeApiDouble {
         ...(contentType ? { contentType } : {}),
         ...(body !== undefined ? { body } : {}),
         status: code,
+        ...(rbac ? { rbac } : {}),
       });
       res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+      this.notify();
     };
     // `system:public-info-viewer` lets anyone read /version, authenticated or not.
     if (method === 'GET' && path === '/version') return reply(200, this.serverVersion);
@@ -435,10 +604,11 @@ export class KubeApiDouble {
     }
     if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews') return reply(201, this.accessReview(body));
     const target = parseTarget(path);
-    const verb = target && verbOf(method, target);
+    const verb = target && verbOf(method, target, url.searchParams);
     if (!target) return reply(404, status.pathNotFound());
     if (!verb) return reply(405, status.notAllowed(method));
     const { type, namespace, name } = target;
+    rbac = { verb, group: type.group, resource: type.resource, ...(namespace !== undefined ? { namespace } : {}) };
     const deniedByRule = this.denied.some((rule) => rule.verb === verb && rule.resource === type.resource && (rule.namespace === undefined || rule.namespace === namespace));
     if (deniedByRule || !this.allowedByGrants(verb, type, namespace, verb === 'create' ? undefined : name)) {
       return reply(
@@ -457,7 +627,11 @@ export class KubeApiDouble {
     const bucket = this.bucket(type);
     switch (verb) {
       case 'list':
-        return this.list(type, namespace, url.searchParams, reply);
+        return this.answerList(type, namespace, url.searchParams, reply);
+      case 'watch':
+        return this.watch(type, namespace, url.searchParams, res, (code) =>
+          this.requests.push({ method, path, ...(query ? { query } : {}), status: code, ...(rbac ? { rbac } : {}) }),
+        );
       case 'get': {
         const current = bucket.get(this.key(namespace, name!));
         return current ? reply(200, current) : reply(404, status.notFound(ref));
@@ -469,9 +643,12 @@ export class KubeApiDouble {
         const created = { ...ref, name: objectName };
         const key = this.key(namespace, objectName);
         if (bucket.has(key)) return reply(409, status.alreadyExists(created));
+        if (type.resource === 'events') {
+          const problems = eventProblems(object, namespace);
+          if (problems.length > 0) return reply(422, status.invalid('Event', objectName, problems));
+        }
         const { resourceVersion: _ignored, ...metadata } = object.metadata;
-        const stored = this.stamp({ ...object, metadata: { ...metadata, name: objectName, ...(namespace !== undefined ? { namespace } : {}) } });
-        bucket.set(key, stored);
+        const stored = this.save(type, this.stamp({ ...object, metadata: { ...metadata, name: objectName, ...(namespace !== undefined ? { namespace } : {}) } }));
         return reply(201, stored);
       }
       case 'update': {
@@ -492,7 +669,7 @@ export class KubeApiDouble {
             creationTimestamp: current.metadata.creationTimestamp,
           },
         });
-        bucket.set(key, replaced);
+        this.save(type, replaced);
         return reply(200, replaced);
       }
       case 'patch': {
@@ -506,8 +683,7 @@ export class KubeApiDouble {
         if (failures.length > 0) return reply(422, status.invalidPatch(`jsonpatch operation does not apply: ${failures[0]!.message}`));
         // As in the API server, a resourceVersion inside the patched object is an update precondition.
         if (patched.metadata.resourceVersion !== current.metadata.resourceVersion) return reply(409, status.conflict(ref));
-        const stored = this.stamp(patched);
-        bucket.set(key, stored);
+        const stored = this.save(type, this.stamp(patched));
         return reply(200, stored);
       }
       default:
@@ -520,7 +696,7 @@ export class KubeApiDouble {
    * order without their own kind/apiVersion, filtered by `labelSelector`, paged by `limit`/`continue`
    * (with `metadata.continue` and `remainingItemCount` while more remain).
    */
-  private list(type: ResourceType, namespace: string | undefined, params: URLSearchParams, reply: (code: number, payload: unknown) => void): void {
+  private answerList(type: ResourceType, namespace: string | undefined, params: URLSearchParams, reply: (code: number, payload: unknown) => void): void {
     const selector = parseLabelSelector(params.get('labelSelector') ?? '');
     if (typeof selector === 'string') return reply(400, status.badRequest(selector));
     if (params.get('fieldSelector')) return reply(400, status.badRequest('the API double does not implement field selectors'));
@@ -538,8 +714,7 @@ export class KubeApiDouble {
       .filter(([key, object]) => {
         if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
         if (start && key < start) return false;
-        const labels = (object.metadata.labels ?? {}) as Record<string, string>;
-        return selector.every((requirement) => requirement.test(labels));
+        return selects(selector, object);
       })
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const page = limit > 0 ? matching.slice(0, limit) : matching;
@@ -569,6 +744,38 @@ export class KubeApiDouble {
       (rule) => rule.verb === attributes.verb && rule.resource === attributes.resource && (rule.namespace === undefined || rule.namespace === attributes.namespace),
     );
     return { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: review.spec ?? {}, status: { allowed: !refused } };
+  }
+
+  /** A watch request (see ./kube/watch-cache): its own parameters checked as list's are. */
+  private watch(type: ResourceType, namespace: string | undefined, params: URLSearchParams, res: ServerResponse, record: (code: number) => void): void {
+    const fail = (code: number, body: unknown) => {
+      record(code);
+      res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      this.notify();
+    };
+    const selector = parseLabelSelector(params.get('labelSelector') ?? '');
+    if (typeof selector === 'string') return fail(400, status.badRequest(selector));
+    if (params.get('fieldSelector')) return fail(400, status.badRequest('the API double does not implement field selectors'));
+    const rv = params.get('resourceVersion') ?? '';
+    if (rv !== '' && !/^(0|[1-9][0-9]*)$/.test(rv)) return fail(400, status.badRequest(`invalid resource version: ${JSON.stringify(rv)}`));
+    const timeoutText = params.get('timeoutSeconds');
+    if (timeoutText !== null && !/^[0-9]+$/.test(timeoutText)) return fail(400, status.badRequest(`invalid timeoutSeconds: ${timeoutText}`));
+    const allow = params.get('allowWatchBookmarks');
+    record(200);
+    this.watchCache.open(
+      {
+        resource: type.resource,
+        kind: type.kind,
+        apiVersion: apiVersionOf(type),
+        ...(namespace !== undefined ? { namespace } : {}),
+        selector,
+        allowBookmarks: allow === 'true' || allow === '1',
+        ...(timeoutText !== null ? { timeoutSeconds: Number(timeoutText) } : {}),
+      },
+      rv === '' || rv === '0' ? undefined : Number(rv),
+      () => [...this.bucket(type).values()],
+      res,
+    );
   }
 
   private async waitAtGate(method: string, path: string): Promise<void> {

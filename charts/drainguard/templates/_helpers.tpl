@@ -170,3 +170,42 @@ resources, with the memory limit derived from the server's limits unless one is 
 {{- $_ := set $resources "limits" $limits }}
 {{- toYaml $resources }}
 {{- end }}
+
+{{/*
+The reporter (`drainguard report`): its own name, selector labels and ServiceAccount. Its
+app.kubernetes.io/name differs from the webhook's, so no selector of the webhook (Deployment, Service,
+PodDisruptionBudget, NetworkPolicy) ever selects a reporter pod, and the other way round.
+*/}}
+{{- define "drainguard.reporter.fullname" -}}
+{{- printf "%s-reporter" (include "drainguard.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "drainguard.reporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-reporter" (include "drainguard.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "drainguard.reporter.labels" -}}
+helm.sh/chart: {{ include "drainguard.chart" . }}
+{{ include "drainguard.reporter.selectorLabels" . }}
+app.kubernetes.io/component: reporter
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: drainguard
+{{- end }}
+
+{{- define "drainguard.reporter.serviceAccountName" -}}
+{{- if .Values.report.serviceAccount.create }}
+{{- default (include "drainguard.reporter.fullname" .) .Values.report.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.report.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Cluster-scoped name of the reporter's ClusterRole and binding: the namespace is part of it, as for
+the webhook configuration, so two releases of the same name in different namespaces never collide.
+*/}}
+{{- define "drainguard.reporter.clusterRoleName" -}}
+{{- printf "%s-%s" (include "drainguard.reporter.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}

@@ -67,7 +67,7 @@ test('a cluster where every Envoy pod is protected: one line per check, a status
     ]),
   );
   expect(lines.filter((line) => line.startsWith('× '))).toEqual([]);
-  expect(result.stdout).toMatch(/\nStatus: √ all 9 checks passed, 1 note\n$/);
+  expect(result.stdout).toMatch(/\nStatus: √ all 10 checks passed, 2 notes\n$/);
   expect(double.requests.slice(before).filter((request) => request.method !== 'GET')).toEqual([]);
 });
 
@@ -86,12 +86,12 @@ test('an unprotected workload in an unlabelled namespace: the fix commands, exit
       '    kubectl -n gateway rollout restart daemonset/envoy',
     ].join('\n'),
   );
-  expect(text.stdout).toMatch(/\nStatus: × 2 of 11 checks failed, 1 note\n$/);
+  expect(text.stdout).toMatch(/\nStatus: × 2 of 12 checks failed, 2 notes\n$/);
 
   const json = await drainguard(['check', '-A', '--kubeconfig', kubeconfig, '-o', 'json']);
   expect(json.status).toBe(1);
   const report = JSON.parse(json.stdout) as CheckReport;
-  expect(report.summary).toEqual({ passed: 9, failed: 2, info: 1, ok: false });
+  expect(report.summary).toEqual({ passed: 10, failed: 2, info: 2, ok: false });
   expect(report.fixes.map((fix) => fix.commands)).toEqual([
     ['kubectl label namespace gateway drainguard.io/inject=enabled', 'kubectl -n gateway rollout restart daemonset/envoy'],
   ]);
@@ -192,7 +192,7 @@ describe('--wait', () => {
     const result = await run;
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/\nStatus: √ all 9 checks passed, 1 note\nInstallation healthy after \d+s \(2 attempts\)\n$/);
+    expect(result.stdout).toMatch(/\nStatus: √ all 10 checks passed, 2 notes\nInstallation healthy after \d+s \(2 attempts\)\n$/);
   });
 
   test('gives up when the time is over: exit 1, the last report, and why', async () => {

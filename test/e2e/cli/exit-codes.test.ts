@@ -3,7 +3,9 @@
  * table of its page in docs/, and what the built process really returns must agree. The help text and
  * the docs are read back and parsed; every code but 4 (a drainguard bug) is then provoked for real.
  */
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMMANDS } from '../../../src/cli/commands';
@@ -18,6 +20,7 @@ const DOCS: Readonly<Record<string, string>> = {
   inject: 'docs/inject.md',
   check: 'docs/check.md',
   serve: 'docs/serve.md',
+  report: 'docs/report.md',
   version: 'docs/cli.md',
   completion: 'docs/cli.md',
 };
@@ -107,6 +110,44 @@ describe('check returns 0, 1, 2 and 3 as documented', () => {
 test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
   expect(await status(['serve', '--port', 'x'])).toBe(2);
   expect(await status(['serve', '--dev', '--config', join(directory, 'missing-config.yaml')])).toBe(3);
+});
+
+describe('report returns 0, 2 and 3 as documented', () => {
+  let double: KubeApiDouble;
+  const kubeconfig = join(directory, 'report-kubeconfig');
+  const report = (port: string) => spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes'], { env: { HOME: directory } });
+  beforeAll(async () => {
+    double = await KubeApiDouble.start();
+    writeFileSync(kubeconfig, double.kubeconfigYaml());
+  });
+  afterAll(() => double.close());
+
+  test('2 for wrong flags, 3 for a kubeconfig that cannot be used', async () => {
+    expect(await status(['report', '--port', '65536'])).toBe(2);
+    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
+  });
+
+  test('0 after SIGTERM once it watches', async () => {
+    const reporter = report('0');
+    // Running: it has listed the protected pods and watches them.
+    await double.until(() => double.openWatches === 1);
+    reporter.child.kill('SIGTERM');
+    expect((await reporter).status).toBe(0);
+  });
+
+  test('3 for a port another process holds, with the reason; the process ends (its watch never started)', async () => {
+    const taken = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      const refused = await report(port);
+      expect(refused.status).toBe(3);
+      expect(refused.stderr).toContain(`drainguard report: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
+    } finally {
+      taken.close();
+    }
+  });
 });
 
 test('version: 0 even with no cluster configured (it says so), 2 for wrong flags', async () => {

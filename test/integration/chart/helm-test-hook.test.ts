@@ -12,6 +12,7 @@ import type { CheckReport } from '../../../src/check/report';
 import { helmBinary, renderChart, type K8sObject } from '../../support/helm';
 import { KubeApiDouble, type Grant, type PolicyRule } from '../../support/kube-api-double';
 import { DRAINGUARD_NAMESPACE, installDrainguard, namespace, OPT_IN, pod, replicaSet, templates } from '../check/cluster-scenario';
+import { drainedExit, envoyWorkload, finishedRecord, KubeletSimulator, rollPod, runPod, startReporters } from '../report/scenario';
 import { temporaryDirectory } from '../server/webhook-test-kit';
 import { validateAll } from './validate';
 
@@ -73,6 +74,15 @@ describe('the hook RBAC against the API double', () => {
     // A Deployment's pod: its owner is followed through the ReplicaSet.
     double.put(replicaSet('projectcontour', 'envoy-gw', '5f7c9d'));
     double.put(pod(templates.envoyGateway(), { name: 'envoy-gw-5f7c9d-aaaaa', namespace: 'projectcontour', owner: { kind: 'ReplicaSet', name: 'envoy-gw-5f7c9d' }, state: 'protected' }));
+    // A drain the reporter turned into its Events, for the recent-drains checks to read.
+    const reporters = await startReporters(double, 1);
+    try {
+      const kubelet = new KubeletSimulator(double);
+      const drained = rollPod(kubelet, runPod(kubelet, envoyWorkload(double, { namespace: 'projectcontour', name: 'envoy' })), drainedExit(finishedRecord('drained')));
+      await reporters.caughtUp(drained.metadata.resourceVersion!);
+    } finally {
+      await reporters.stop();
+    }
     kubeconfig = join(directory.path, 'kubeconfig');
     writeFileSync(kubeconfig, double.kubeconfigYaml());
   });
@@ -91,6 +101,11 @@ describe('the hook RBAC against the API double', () => {
     const full = await checkWith(grants);
     expect(full.checks.filter((check) => check.verdict === 'fail' || `${check.message} ${check.hint ?? ''}`.includes('not allowed'))).toEqual([]);
     expect(full.summary.ok).toBe(true);
+    // The recent drains were read: the reporter's Deployment and the drain's Events.
+    expect(full.checks.filter((check) => check.category === 'drains').map((check) => `${check.verdict} ${check.message}`)).toEqual([
+      `pass reporter Deployment ${DRAINGUARD_NAMESPACE}/drainguard-reporter: 2 of 2 replicas available`,
+      'pass daemonset/envoy in projectcontour: last 1 drain — 1 drained, median 14 s',
+    ]);
 
     for (const [grantIndex, grant] of grants.entries()) {
       for (const [ruleIndex] of grant.rules.entries()) {

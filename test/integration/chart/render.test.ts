@@ -3,7 +3,7 @@
  * policy, optional ServiceMonitor) renders, every object validates, and the properties the product
  * depends on hold.
  */
-import { findOne, helmBinary, renderChart, type K8sObject, type RenderOptions } from '../../support/helm';
+import { findOne, webhookObjects, helmBinary, renderChart, type K8sObject, type RenderOptions } from '../../support/helm';
 import { parse } from 'yaml';
 import { SERVE_USAGE } from '../../../src/cli/serve';
 import { validateAll } from './validate';
@@ -70,9 +70,9 @@ interface Rule {
   resourceNames?: string[];
 }
 
-const deploymentOf = (objects: K8sObject[]): Deployment => findOne(objects, 'Deployment') as Deployment;
+const deploymentOf = (objects: K8sObject[]): Deployment => findOne(webhookObjects(objects), 'Deployment') as Deployment;
 const webhookOf = (objects: K8sObject[]): Webhook => {
-  const config = findOne(objects, 'MutatingWebhookConfiguration') as K8sObject & { webhooks: Webhook[] };
+  const config = findOne(webhookObjects(objects), 'MutatingWebhookConfiguration') as K8sObject & { webhooks: Webhook[] };
   expect(config.webhooks).toHaveLength(1);
   return config.webhooks[0]!;
 };
@@ -177,7 +177,7 @@ describe('Deployment', () => {
     const mount = c.volumeMounts.find((m) => config.startsWith(`${m.mountPath}/`));
     expect(mount?.readOnly).toBe(true);
     const volume = d().spec.template.spec.volumes.find((v) => v.name === mount?.name);
-    expect(volume?.configMap?.name).toBe(findOne(variant('defaults'), 'ConfigMap').metadata.name);
+    expect(volume?.configMap?.name).toBe(findOne(webhookObjects(variant('defaults')), 'ConfigMap').metadata.name);
     expect(c.env).toContainEqual({ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } });
   });
 
@@ -224,7 +224,7 @@ describe('Deployment', () => {
 describe('PodDisruptionBudget', () => {
   test('keeps one replica available and selects the Deployment pods', () => {
     const objects = variant('defaults');
-    const pdb = findOne(objects, 'PodDisruptionBudget') as K8sObject & {
+    const pdb = findOne(webhookObjects(objects), 'PodDisruptionBudget') as K8sObject & {
       spec: { minAvailable: number; selector: { matchLabels: Record<string, string> } };
     };
     expect(pdb.spec.minAvailable).toBe(1);
@@ -232,7 +232,7 @@ describe('PodDisruptionBudget', () => {
   });
 
   test('is not rendered for a single replica (it would block every node drain)', () => {
-    expect(kinds(variant('single replica'))).not.toContain('PodDisruptionBudget');
+    expect(kinds(webhookObjects(variant('single replica')))).not.toContain('PodDisruptionBudget');
     expect(deploymentOf(variant('single replica')).spec.replicas).toBe(1);
   });
 });
@@ -240,7 +240,7 @@ describe('PodDisruptionBudget', () => {
 describe('Service', () => {
   test('443 to the https container port, selecting the Deployment pods', () => {
     const objects = variant('defaults');
-    const svc = findOne(objects, 'Service') as K8sObject & {
+    const svc = findOne(webhookObjects(objects), 'Service') as K8sObject & {
       spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] };
     };
     expect(svc.spec.ports).toEqual([expect.objectContaining({ name: 'https', port: 443, targetPort: 'https' })]);
@@ -254,7 +254,7 @@ describe('MutatingWebhookConfiguration', () => {
     const objects = variant('defaults');
     const wh = webhookOf(objects);
     expect(wh.clientConfig.service).toEqual({
-      name: findOne(objects, 'Service').metadata.name,
+      name: findOne(webhookObjects(objects), 'Service').metadata.name,
       namespace: NS,
       path: '/mutate',
       port: 443,
@@ -304,7 +304,7 @@ describe('MutatingWebhookConfiguration', () => {
 
 describe('config', () => {
   const configOf = (objects: K8sObject[]): Record<string, unknown> & { installer: { image: string } } => {
-    const cm = findOne(objects, 'ConfigMap') as K8sObject & { data: Record<string, string> };
+    const cm = findOne(webhookObjects(objects), 'ConfigMap') as K8sObject & { data: Record<string, string> };
     return parse(cm.data['config.yaml']!) as Record<string, unknown> & { installer: { image: string } };
   };
 
@@ -333,7 +333,7 @@ describe('config', () => {
 });
 
 describe('TLS modes', () => {
-  const rulesOf = (objects: K8sObject[], kind: string): Rule[] => (findOne(objects, kind) as K8sObject & { rules: Rule[] }).rules;
+  const rulesOf = (objects: K8sObject[], kind: string): Rule[] => (findOne(webhookObjects(objects), kind) as K8sObject & { rules: Rule[] }).rules;
 
   test('self: no Secret or caBundle rendered; the server gets what it needs to create and publish them', () => {
     const objects = variant('tls self');
@@ -344,10 +344,10 @@ describe('TLS modes', () => {
     expect(flag(c.args, '--tls-mode')).toBe('self');
     const secretName = flag(c.args, '--secret-name');
     const configName = flag(c.args, '--webhook-config-name');
-    expect(configName).toBe(findOne(objects, 'MutatingWebhookConfiguration').metadata.name);
+    expect(configName).toBe(findOne(webhookObjects(objects), 'MutatingWebhookConfiguration').metadata.name);
     expect(flag(c.args, '--service-name')).toBe(wh.clientConfig.service.name);
     expect(deploymentOf(objects).spec.template.spec.automountServiceAccountToken).toBe(true);
-    expect((findOne(objects, 'ServiceAccount') as K8sObject & { automountServiceAccountToken: boolean }).automountServiceAccountToken).toBe(
+    expect((findOne(webhookObjects(objects), 'ServiceAccount') as K8sObject & { automountServiceAccountToken: boolean }).automountServiceAccountToken).toBe(
       true,
     );
 
@@ -364,11 +364,11 @@ describe('TLS modes', () => {
         verbs: ['get', 'patch'],
       },
     ]);
-    const sa = findOne(objects, 'ServiceAccount').metadata.name;
+    const sa = findOne(webhookObjects(objects), 'ServiceAccount').metadata.name;
     for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
-      const binding = findOne(objects, kind) as K8sObject & { subjects: unknown[]; roleRef: { kind: string; name: string } };
+      const binding = findOne(webhookObjects(objects), kind) as K8sObject & { subjects: unknown[]; roleRef: { kind: string; name: string } };
       expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: NS }]);
-      expect(binding.roleRef.name).toBe(findOne(objects, kind.replace('Binding', '')).metadata.name);
+      expect(binding.roleRef.name).toBe(findOne(webhookObjects(objects), kind.replace('Binding', '')).metadata.name);
     }
   });
 
@@ -378,10 +378,10 @@ describe('TLS modes', () => {
     const c = serverContainer(d);
     expect(flag(c.args, '--tls-mode')).toBe('files');
     expect(d.spec.template.spec.automountServiceAccountToken).toBe(false);
-    expect((findOne(objects, 'ServiceAccount') as K8sObject & { automountServiceAccountToken: boolean }).automountServiceAccountToken).toBe(
+    expect((findOne(webhookObjects(objects), 'ServiceAccount') as K8sObject & { automountServiceAccountToken: boolean }).automountServiceAccountToken).toBe(
       false,
     );
-    for (const kind of ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']) expect(kinds(objects)).not.toContain(kind);
+    for (const kind of ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']) expect(kinds(webhookObjects(objects))).not.toContain(kind);
     const volume = d.spec.template.spec.volumes.find((v) => v.secret?.secretName === secretName);
     expect(volume).toBeDefined();
     const mount = c.volumeMounts.find((m) => m.name === volume!.name)!;
@@ -405,10 +405,10 @@ describe('TLS modes', () => {
     expect(ca.spec.issuerRef).toMatchObject({ name: selfSigned.metadata.name, kind: 'Issuer' });
     expect(caIssuer.spec.ca?.secretName).toBe(ca.spec.secretName);
     expect(serving.spec.issuerRef).toMatchObject({ name: caIssuer.metadata.name, kind: 'Issuer' });
-    const svc = findOne(objects, 'Service').metadata.name;
+    const svc = findOne(webhookObjects(objects), 'Service').metadata.name;
     expect(serving.spec.dnsNames).toContain(`${svc}.${NS}.svc`);
 
-    const config = findOne(objects, 'MutatingWebhookConfiguration');
+    const config = findOne(webhookObjects(objects), 'MutatingWebhookConfiguration');
     expect(config.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe(`${NS}/${serving.metadata.name}`);
     expect(webhookOf(objects).clientConfig.caBundle).toBeUndefined();
     expectFilesMode(objects, serving.spec.secretName);
@@ -417,7 +417,7 @@ describe('TLS modes', () => {
   test('certManager with an existing issuer: no CA chain rendered', () => {
     const objects = variant('tls certManager with an existing ClusterIssuer');
     expect(kinds(objects)).not.toContain('Issuer');
-    const serving = findOne(objects, 'Certificate') as K8sObject & { spec: { issuerRef: unknown; secretName: string } };
+    const serving = findOne(webhookObjects(objects), 'Certificate') as K8sObject & { spec: { issuerRef: unknown; secretName: string } };
     expect(serving.spec.issuerRef).toEqual({ name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
     expectFilesMode(objects, serving.spec.secretName);
   });
@@ -426,7 +426,7 @@ describe('TLS modes', () => {
     const objects = variant('tls secret');
     expect(webhookOf(objects).clientConfig.caBundle).toBe(CA_BUNDLE);
     expect(kinds(objects)).not.toContain('Certificate');
-    expect(findOne(objects, 'MutatingWebhookConfiguration').metadata.annotations?.['cert-manager.io/inject-ca-from']).toBeUndefined();
+    expect(findOne(webhookObjects(objects), 'MutatingWebhookConfiguration').metadata.annotations?.['cert-manager.io/inject-ca-from']).toBeUndefined();
     expectFilesMode(objects, 'my-webhook-tls');
   });
 });
@@ -438,11 +438,11 @@ describe('ServiceMonitor', () => {
 
   test('scrapes /metrics over HTTPS on the Service port, selecting the Service', () => {
     const objects = variant('serviceMonitor enabled');
-    const sm = findOne(objects, 'ServiceMonitor') as K8sObject & {
+    const sm = findOne(webhookObjects(objects), 'ServiceMonitor') as K8sObject & {
       spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; scheme: string; path: string }[] };
     };
     expect(sm.spec.endpoints).toEqual([expect.objectContaining({ port: 'https', scheme: 'https', path: '/metrics' })]);
-    const svc = findOne(objects, 'Service');
+    const svc = findOne(webhookObjects(objects), 'Service');
     for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) expect(svc.metadata.labels?.[k]).toBe(v);
   });
 });
@@ -478,7 +478,7 @@ describe('matchConditions', () => {
 describe('NetworkPolicy', () => {
   test('on by default: ingress to the webhook pods only on the HTTPS port, which serves admission, probes and /metrics', () => {
     const objects = variant('defaults');
-    const policy = findOne(objects, 'NetworkPolicy') as K8sObject & {
+    const policy = findOne(webhookObjects(objects), 'NetworkPolicy') as K8sObject & {
       spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: { from?: unknown; ports: { port: number | string; protocol: string }[] }[] };
     };
     expect(policy.spec.podSelector.matchLabels).toEqual(deploymentOf(objects).spec.selector.matchLabels);
@@ -487,12 +487,12 @@ describe('NetworkPolicy', () => {
     const container = serverContainer(deploymentOf(objects));
     expect(container.ports.map((p) => p.containerPort)).toEqual([8443]);
     // The metrics endpoint is on that same port: the ServiceMonitor scrapes the Service's https port.
-    const monitor = findOne(variant('serviceMonitor enabled'), 'ServiceMonitor') as K8sObject & { spec: { endpoints: { port: string }[] } };
+    const monitor = findOne(webhookObjects(variant('serviceMonitor enabled')), 'ServiceMonitor') as K8sObject & { spec: { endpoints: { port: string }[] } };
     expect(monitor.spec.endpoints.map((e) => e.port)).toEqual(['https']);
   });
 
   test('follows server.port', () => {
-    const policy = findOne(renderChart({ set: { 'server.port': 9443 } }), 'NetworkPolicy') as K8sObject & { spec: { ingress: { ports: { port: number }[] }[] } };
+    const policy = findOne(webhookObjects(renderChart({ set: { 'server.port': 9443 } })), 'NetworkPolicy') as K8sObject & { spec: { ingress: { ports: { port: number }[] }[] } };
     expect(policy.spec.ingress[0]!.ports[0]!.port).toBe(9443);
   });
 

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { CHART_DIR, REPO_ROOT, findOne, renderChart, type K8sObject } from '../../support/helm';
+import { CHART_DIR, REPO_ROOT, findOne, webhookObjects, renderChart, type K8sObject } from '../../support/helm';
 import { validateAll } from './validate';
 
 interface Release {
@@ -64,16 +64,16 @@ test('deploys this chart, with the built image as image.repository and image.tag
 test('the rendered release runs the built image and injects the same image as installer', async () => {
   const objects = renderAsSkaffold();
   expect(await validateAll(objects)).toEqual([]);
-  const deployment = findOne(objects, 'Deployment') as K8sObject & { spec: { template: { spec: { containers: { image: string }[] } } } };
+  const deployment = findOne(webhookObjects(objects), 'Deployment') as K8sObject & { spec: { template: { spec: { containers: { image: string }[] } } } };
   expect(deployment.spec.template.spec.containers[0]!.image).toBe(`${BUILT.repo}:${BUILT.tag}`);
-  const config = parse((findOne(objects, 'ConfigMap') as K8sObject & { data: Record<string, string> }).data['config.yaml']!) as {
+  const config = parse((findOne(webhookObjects(objects), 'ConfigMap') as K8sObject & { data: Record<string, string> }).data['config.yaml']!) as {
     installer: { image: string };
   };
   expect(config.installer.image).toBe(`${BUILT.repo}:${BUILT.tag}`);
 });
 
 test('port-forward targets the Service the release creates', () => {
-  const service = findOne(renderAsSkaffold(), 'Service') as K8sObject & { spec: { ports: { port: number }[] } };
+  const service = findOne(webhookObjects(renderAsSkaffold()), 'Service') as K8sObject & { spec: { ports: { port: number }[] } };
   for (const pf of skaffold.portForward ?? []) {
     expect(pf).toMatchObject({ resourceType: 'service', resourceName: service.metadata.name, namespace: release.namespace });
     expect(service.spec.ports.map((p) => p.port)).toContain(pf.port);
@@ -86,7 +86,7 @@ const PROFILE_EFFECTS: Record<string, (objects: K8sObject[]) => void> = {
     expect(objects.filter((o) => o.kind === 'Certificate').length).toBeGreaterThan(0);
   },
   'fail-closed': (objects) => {
-    const config = findOne(objects, 'MutatingWebhookConfiguration') as K8sObject & { webhooks: { failurePolicy: string }[] };
+    const config = findOne(webhookObjects(objects), 'MutatingWebhookConfiguration') as K8sObject & { webhooks: { failurePolicy: string }[] };
     expect(config.webhooks[0]!.failurePolicy).toBe('Fail');
   },
 };

@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { deflateRawSync, crc32 } from 'node:zlib';
-import { extractZipEntry, helmBinary, renderChart, findOne, type K8sObject } from '../../support/helm';
+import { extractZipEntry, helmBinary, renderChart, findOne, webhookObjects, type K8sObject } from '../../support/helm';
 import { validateObject } from './validate';
 
 /** A one-entry zip (deflate), built by hand: local header, data, central directory, end record. */
@@ -70,19 +70,19 @@ describe('validation rejects broken objects', () => {
   const clone = <T>(o: T): T => structuredClone(o);
 
   test('a built-in kind with a wrong type', async () => {
-    const d = clone(findOne(objects, 'Deployment')) as K8sObject & { spec: { replicas: unknown } };
+    const d = clone(findOne(webhookObjects(objects), 'Deployment')) as K8sObject & { spec: { replicas: unknown } };
     d.spec.replicas = 'two';
     expect(await validateObject(d)).toEqual([expect.stringContaining('replicas')]);
   });
 
   test('a webhook without a required field', async () => {
-    const w = clone(findOne(objects, 'MutatingWebhookConfiguration')) as K8sObject & { webhooks: { sideEffects?: string }[] };
+    const w = clone(findOne(webhookObjects(objects), 'MutatingWebhookConfiguration')) as K8sObject & { webhooks: { sideEffects?: string }[] };
     delete w.webhooks[0]!.sideEffects;
     expect(await validateObject(w)).toEqual([expect.stringContaining('sideEffects')]);
   });
 
   test('a cert-manager Certificate with a misspelt field or no issuer', async () => {
-    const c = clone(findOne(objects, 'Certificate', 'drainguard-serving')) as K8sObject & { spec: Record<string, unknown> };
+    const c = clone(findOne(webhookObjects(objects), 'Certificate', 'drainguard-serving')) as K8sObject & { spec: Record<string, unknown> };
     expect(await validateObject(c)).toEqual([]);
     c.spec.dnsName = c.spec.dnsNames;
     delete c.spec.issuerRef;
@@ -99,7 +99,7 @@ describe('validation rejects broken objects', () => {
   });
 
   test('a ServiceMonitor with an unknown scheme', async () => {
-    const s = clone(findOne(objects, 'ServiceMonitor')) as K8sObject & { spec: { endpoints: { scheme: string }[] } };
+    const s = clone(findOne(webhookObjects(objects), 'ServiceMonitor')) as K8sObject & { spec: { endpoints: { scheme: string }[] } };
     s.spec.endpoints[0]!.scheme = 'ftp';
     expect((await validateObject(s)).length).toBeGreaterThan(0);
   });

@@ -116,6 +116,7 @@ const serviceMonitor = strict(
               path: { type: 'string', pattern: '^/' },
               interval: duration,
               scrapeTimeout: duration,
+              honorLabels: { type: 'boolean' },
               tlsConfig: strict({
                 insecureSkipVerify: { type: 'boolean' },
                 serverName: str,

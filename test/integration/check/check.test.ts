@@ -198,7 +198,7 @@ describe('a healthy installation with protected, stale, unprotected, opted-out a
         commands: ['kubectl -n projectcontour rollout restart daemonset/envoy'],
       },
     ]);
-    expect(report.summary).toEqual({ passed: 9, failed: 5, info: 2, ok: false });
+    expect(report.summary).toEqual({ passed: 10, failed: 5, info: 3, ok: false });
     expect(code).toBe(1);
   });
 

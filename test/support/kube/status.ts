@@ -38,6 +38,9 @@ export const conflict = (ref: ResourceRef) =>
   );
 
 export const invalidPatch = (message: string) => failure(422, 'Invalid', message);
+/** An object validation refused (`Event "x" is invalid: field: …`), as apimachinery's NewInvalid words it. */
+export const invalid = (kind: string, name: string, problems: readonly string[]) =>
+  failure(422, 'Invalid', `${kind} ${JSON.stringify(name)} is invalid: ${problems.join(', ')}`, { name, kind });
 export const unauthorized = () => failure(401, 'Unauthorized', 'Unauthorized');
 export const unsupportedMediaType = (type: string) =>
   failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json; got ${type}`);
