@@ -120,6 +120,8 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     expect(table.stdout).toMatch(/^Active connections\s+2$/m);
     expect(table.stdout).toMatch(/^0\.0\.0\.0_8002\s+0\s+no \(excluded\)$/m);
     const json = await h.run(['status', '--admin', sim.adminAddress, '--json']).finished;
+    // The exit and stderr first: an admin call that timed out prints nothing on stdout, only why on stderr.
+    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(json.stdout)).toMatchObject({ state: 'LIVE', envoyVersion: '1.31.2', activeConnections: 2, admin: h.seen(sim.adminAddress) });
     const down = await h.run(['status', '--admin', `unix:${join(h.workDir, 'gone.sock')}`]).finished;
     expect(down.code).toBe(1);
