@@ -12,9 +12,10 @@
  *
  *   npm run bench                        (with the other benchmarks)
  *   tsc -p tsconfig.bench.json && node node_modules/.cache/drainguard-bench/bench/shutdown.js [--quick] [--host-only]
+ *   … bench/shutdown.js --instructions   (one poll's instructions under valgrind: independent of the load)
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -63,7 +64,8 @@ export interface ShutdownReport {
 
 export const POLL_INTERVAL_MS = 1000;
 export const LISTENERS = 10_000;
-const GAUGES = /^\/stats\?format=json&type=Gauges/;
+/** A listener gauges poll, whatever format and filter it asks for. */
+const GAUGES = /^\/stats\?/;
 /** How long `pollCost` lets the program poll back to back. */
 const POLL_COST_WINDOW_MS = 3000;
 
@@ -172,6 +174,52 @@ async function pollCost(executable: ShutdownExecutable, workDir: string): Promis
   }
 }
 
+/** Instructions per poll: load-independent, unlike the CPU time (see `pollInstructions`). */
+export interface PollInstructions {
+  /** Polls in the shorter and the longer drain. */
+  polls: [number, number];
+  /** Instructions the program executed in each whole drain (valgrind's callgrind, `Ir`). */
+  instructions: [number, number];
+  /** The difference per extra poll: one poll's instructions, start-up and exit cancelled out. */
+  perPoll: number;
+}
+
+/** The whole drain's instructions under callgrind, against a stub that reports no connections after `polls` polls. */
+async function drainInstructions(executable: ShutdownExecutable, workDir: string, polls: number): Promise<number> {
+  const stub = await AdminStub.start({ socketPath: join(workDir, `admin-instructions-${polls}.sock`), listeners: LISTENERS, drainedAfterPolls: polls });
+  stub.setActiveConnections(1);
+  const out = join(workDir, `callgrind-${polls}.out`);
+  try {
+    const child = spawnTracked('valgrind', [
+      '--tool=callgrind', `--callgrind-out-file=${out}`, executable.path,
+      // Generous timeouts: under callgrind the program runs some 50 times slower.
+      'drain', '--admin', stub.address, '--deadline', '600s', '--min-drain', '0s', '--min-connections', '0',
+      '--poll-interval', '1ms', '--request-timeout', '60s',
+    ], { env: { PATH: process.env.PATH, ENVOY_SHUTDOWN_LOG: 'stderr' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const { code } = await exited(child);
+    const summary = drainSummary(stderr);
+    if (code !== 0 || summary?.reason !== 'drained') throw new Error(`callgrind run (${polls} polls) did not drain: exit ${code}\n${stderr.slice(-2000)}`);
+    const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'));
+    if (!totals) throw new Error(`no totals in ${out}`);
+    return Number(totals[1]);
+  } finally {
+    await stub.stop();
+  }
+}
+
+/**
+ * One poll's instructions, which do not depend on the machine's load: the host executable drains twice
+ * under valgrind's callgrind, polling `short + 1` and `long + 1` times, and the difference is divided by
+ * the extra polls. Needs valgrind (Debian's `valgrind`); not part of `npm run bench`.
+ */
+export async function pollInstructions(executable: ShutdownExecutable, workDir: string, short = 2, long = 12): Promise<PollInstructions> {
+  const few = await drainInstructions(executable, workDir, short);
+  const many = await drainInstructions(executable, workDir, long);
+  return { polls: [short + 1, long + 1], instructions: [few, many], perPoll: (many - few) / (long - short) };
+}
+
 async function benchExecutable(executable: ShutdownExecutable, workDir: string, progress: (line: string) => void, runs: number, installRuns: number): Promise<ArchFigures> {
   const label = `envoy-shutdown ${executable.arch}${executable.emulator ? ` (${executable.emulator})` : ''}`;
   progress(`${label}: install × ${installRuns}`);
@@ -247,7 +295,22 @@ export function shutdownTable(report: ShutdownReport): string {
   ]);
 }
 
-if (require.main === module) {
+if (require.main === module && process.argv.includes('--instructions')) {
+  void (async () => {
+    const { host } = await shutdownExecutables();
+    buildIfChanged([host], (line) => process.stderr.write(`envoy-shutdown: ${line}\n`));
+    const workDir = mkdtempSync(join(tmpdir(), 'drainguard-bench-instructions-'));
+    try {
+      const figures = await pollInstructions(host, workDir);
+      process.stdout.write(`envoy-shutdown ${host.arch}, ${LISTENERS} listeners: ${(figures.perPoll / 1e6).toFixed(2)} M instructions per poll (${JSON.stringify(figures)})\n`);
+    } finally {
+      rmSync(workDir, { recursive: true, force: true });
+    }
+  })().catch((error: unknown) => {
+    process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+} else if (require.main === module) {
   const quick = process.argv.includes('--quick');
   const onlyHost = process.argv.includes('--host-only');
   benchShutdown((line) => process.stderr.write(`${line}\n`), quick ? 2 : 7, quick ? 3 : 10, onlyHost).then(

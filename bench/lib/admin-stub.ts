@@ -6,10 +6,13 @@
  * - `GET /server_info`: an Envoy 1.31.2, LIVE until `/healthcheck/fail`, then DRAINING (as Envoy reports
  *   it, and as the drain checks before it goes on);
  * - `POST /healthcheck/fail` and `POST /drain_listeners…`: `OK`;
- * - `GET /stats…`: the `downstream_cx_active` gauges of `listeners` listeners as Envoy renders them in JSON,
+ * - `GET /stats…`: the `downstream_cx_active` gauges of `listeners` listeners as Envoy renders them,
  *   each listener's gauge followed by its per-worker copies, then the admin listener's, so a stats
- *   answer for 10,000 listeners is as many bytes as the real one. The open connections are whatever the
- *   bench sets with `setActiveConnections` (counted on the first listener and its first worker);
+ *   answer for 10,000 listeners is as many bytes as the real one. Like Envoy's admin it honours the query:
+ *   `filter` (a regular expression a gauge's name must contain a match of; RE2 and JavaScript agree on the
+ *   syntax the drain sends) and `format` (`json`; plain text `name: value` lines when absent). The open
+ *   connections are whatever the bench sets with `setActiveConnections` (counted on the first listener and
+ *   its first worker), or none from the poll after `drainedAfterPolls`;
  * - anything else: 404.
  *
  * Every request is recorded with its arrival time (performance.now()).
@@ -30,24 +33,35 @@ export interface AdminStubOptions {
   listeners: number;
   /** Envoy's `--concurrency`: how many per-worker copies each listener gauge has. Default 2. */
   workers?: number;
+  /**
+   * Stats polls after `/healthcheck/fail` that still see the connections; every later one sees none, so a
+   * drain makes exactly this many polls plus one (for counting instructions per poll).
+   */
+  drainedAfterPolls?: number;
 }
 
 /** Only the fields the drain program reads, with Envoy's version format `<sha>/<x.y.z>/<status>/<build>/<ssl>`. */
 const serverInfo = (state: 'LIVE' | 'DRAINING') =>
   `${JSON.stringify({ version: '7ed31beba8cbcc0fc2b1e6d2f1a25e7a1a3ec7c1/1.31.2/Clean/RELEASE/BoringSSL', state, uptime_current_epoch: '3600s' }, null, 1)}\n`;
 
-const gauge = (name: string, value: number) => `{"name":"listener.${name}.downstream_cx_active","value":${value}}`;
+/** One listener gauge: its name without the `listener.` prefix and `.downstream_cx_active` suffix. */
+interface Gauge {
+  name: string;
+  value: number;
+}
 
 export class AdminStub {
   readonly requests: StubRequest[] = [];
   readonly address: string;
   private active = 0;
   private draining = false;
+  private pollsSinceFailed = 0;
   /**
-   * The stats answer, rendered when the count changes: rendering 30,000 gauges takes Node 20–60 ms, which
-   * must not land on the request that follows a change (the reaction time would measure the stub).
+   * The stats answers, by query, rendered when the count changes: rendering 30,000 gauges takes Node
+   * 20–60 ms, which must not land on the request that follows a change (the reaction time would measure
+   * the stub). A query seen for the first time is rendered on its request and kept.
    */
-  private statsBody: string;
+  private readonly answers = new Map<string, { drained: Rendered; current: Rendered }>();
   private readonly waiters = new Set<() => void>();
 
   private constructor(
@@ -55,7 +69,6 @@ export class AdminStub {
     private readonly options: AdminStubOptions,
   ) {
     this.address = `unix:${options.socketPath}`;
-    this.statsBody = this.renderStats();
   }
 
   static async start(options: AdminStubOptions): Promise<AdminStub> {
@@ -73,7 +86,7 @@ export class AdminStub {
   /** The open connections the stats answer reports from now on. */
   setActiveConnections(count: number): void {
     this.active = count;
-    this.statsBody = this.renderStats();
+    for (const [query, rendered] of this.answers) rendered.current = this.renderStats(query, count);
   }
 
   /** Resolves with the first recorded request (already recorded or still to come) that `match` accepts. */
@@ -110,27 +123,63 @@ export class AdminStub {
     const method = req.method ?? '';
     this.requests.push({ method, path, at: performance.now() });
     for (const check of [...this.waiters]) check();
-    const route = `${method} ${path.split('?')[0]}`;
+    const mark = path.indexOf('?');
+    const route = `${method} ${mark < 0 ? path : path.slice(0, mark)}`;
+    const query = mark < 0 ? '' : path.slice(mark + 1);
     if (route === 'GET /server_info') return send(res, 200, serverInfo(this.draining ? 'DRAINING' : 'LIVE'), 'application/json');
     if (route === 'POST /healthcheck/fail') this.draining = true;
     if (route === 'POST /healthcheck/fail' || route === 'POST /drain_listeners') return send(res, 200, 'OK\n');
-    if (route === 'GET /stats') return send(res, 200, this.statsBody, 'application/json');
+    if (route === 'GET /stats') {
+      let rendered = this.answers.get(query);
+      if (!rendered) {
+        rendered = { drained: this.renderStats(query, 0), current: this.renderStats(query, this.active) };
+        this.answers.set(query, rendered);
+      }
+      if (this.draining) this.pollsSinceFailed++;
+      const drained = this.options.drainedAfterPolls !== undefined && this.pollsSinceFailed > this.options.drainedAfterPolls;
+      const { status, body, contentType } = drained ? rendered.drained : rendered.current;
+      return send(res, status, body, contentType);
+    }
     send(res, 404, 'not part of the benchmark stub\n');
   }
 
   /** Sorted by name, as Envoy sorts them: `0.0.0.0_<port>` listeners, then `admin` (whose one connection is the poller's). */
-  private renderStats(): string {
+  private gauges(active: number): Gauge[] {
     const workers = this.options.workers ?? 2;
-    const elements: string[] = [];
+    const gauges: Gauge[] = [];
     for (let i = 0; i < this.options.listeners; i++) {
       const name = `0.0.0.0_${10_000 + i}`;
-      const count = i === 0 ? this.active : 0;
-      elements.push(gauge(name, count));
-      for (let worker = 0; worker < workers; worker++) elements.push(gauge(`${name}.worker_${worker}`, worker === 0 ? count : 0));
+      const count = i === 0 ? active : 0;
+      gauges.push({ name, value: count });
+      for (let worker = 0; worker < workers; worker++) gauges.push({ name: `${name}.worker_${worker}`, value: worker === 0 ? count : 0 });
     }
-    elements.push(gauge('admin', 1), gauge('admin.main_thread', 1));
-    return `{"stats":[${elements.join(',')}]}`;
+    gauges.push({ name: 'admin', value: 1 }, { name: 'admin.main_thread', value: 1 });
+    return gauges;
   }
+
+  /** What Envoy's `/stats` answers to `query` (see the header comment for what of it is honoured). */
+  private renderStats(query: string, active: number): Rendered {
+    const params = new URLSearchParams(query);
+    const format = params.get('format');
+    if (format !== null && format !== 'json') return { status: 400, body: 'usage: /stats?format=(html|active-html|json|prometheus|text)\n\n', contentType: 'text/plain' };
+    let filter: RegExp | undefined;
+    try {
+      filter = params.has('filter') ? new RegExp(params.get('filter') as string) : undefined;
+    } catch {
+      return { status: 400, body: 'Invalid re2 regex', contentType: 'text/plain' };
+    }
+    const named = this.gauges(active)
+      .map(({ name, value }) => ({ name: `listener.${name}.downstream_cx_active`, value }))
+      .filter(({ name }) => filter === undefined || filter.test(name));
+    if (format === 'json') return { status: 200, body: `{"stats":[${named.map(({ name, value }) => `{"name":"${name}","value":${value}}`).join(',')}]}`, contentType: 'application/json' };
+    return { status: 200, body: named.map(({ name, value }) => `${name}: ${value}\n`).join(''), contentType: 'text/plain; charset=UTF-8' };
+  }
+}
+
+interface Rendered {
+  status: number;
+  body: string;
+  contentType: string;
 }
 
 /** Chunked, as Envoy's admin streams every answer. */

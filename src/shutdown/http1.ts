@@ -128,26 +128,25 @@ export class ResponseParser<T> {
   }
 
   private readHead(bytes: Uint8Array, start: number): number {
-    const room = MAX_HEAD_BYTES - this.headLength;
-    const take = Math.min(bytes.length - start, room);
+    const available = Math.min(bytes.length - start, MAX_HEAD_BYTES - this.headLength);
+    // Only the head is kept: its end is looked for in the new bytes first (linear overall), so the
+    // body that came in the same read is never copied.
+    const end = headEnd(this.head, this.headLength, bytes, start, start + available);
+    const take = (end < 0 ? start + available : end) - start;
     if (this.headLength + take > this.head.length) {
       const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, this.headLength + take)));
       grown.set(this.head.subarray(0, this.headLength));
       this.head = grown;
     }
-    // Look for the blank line only in the new bytes (and the 3 before them): linear overall.
-    const searchFrom = Math.max(0, this.headLength - 3);
     this.head.set(bytes.subarray(start, start + take), this.headLength);
     this.headLength += take;
-    const end = findBlankLine(this.head, searchFrom, this.headLength);
     if (end < 0) {
       if (this.headLength >= MAX_HEAD_BYTES) throw new ProtocolError(`headers larger than ${MAX_HEAD_BYTES} bytes`);
       return bytes.length;
     }
-    this.parseHead(fromCodeUnits(this.head.subarray(0, end)));
-    const consumed = end - (this.headLength - take);
+    this.parseHead(fromCodeUnits(this.head.subarray(0, this.headLength)));
     this.head = new Uint8Array(0);
-    return start + consumed;
+    return end;
   }
 
   private parseHead(text: string): void {
@@ -231,11 +230,20 @@ export class ResponseParser<T> {
   }
 }
 
-/** Index just past the first empty line (`\n\n` or `\r\n\r\n`) in head[from, to), or -1. */
-function findBlankLine(head: Uint8Array, from: number, to: number): number {
-  for (let i = head.indexOf(LF, from); i >= 0 && i < to; i = head.indexOf(LF, i + 1)) {
-    if (i + 1 < to && head[i + 1] === LF) return i + 2;
-    if (i + 2 < to && head[i + 1] === CR && head[i + 2] === LF) return i + 3;
+/**
+ * Where the head ends in bytes[from, to): the index just past its first empty line (`\n\n` or `\n\r\n`),
+ * which may begin in the `kept` bytes of the head read before (`head[0, kept)`); -1 when it does not end there.
+ */
+function headEnd(head: Uint8Array, kept: number, bytes: Uint8Array, from: number, to: number): number {
+  /** The byte `back` places before bytes[i]: in the new bytes, else in the head kept before them; -1 before both. */
+  const byteBefore = (i: number, back: number): number => {
+    const at = i - back;
+    if (at >= from) return bytes[at] as number;
+    const inHead = kept + (at - from);
+    return inHead >= 0 ? (head[inHead] as number) : -1;
+  };
+  for (let i = bytes.indexOf(LF, from); i >= 0 && i < to; i = bytes.indexOf(LF, i + 1)) {
+    if (byteBefore(i, 1) === LF || (byteBefore(i, 1) === CR && byteBefore(i, 2) === LF)) return i + 1;
   }
   return -1;
 }

@@ -4,10 +4,10 @@
  * `server.total_connections` is deliberately not used: it is refreshed only at stats flush and also
  * counts the probe connections, so it neither falls promptly nor reaches zero.
  *
- * The stats answer is read as a stream: `ListenerGaugeScanner` checks the JSON as bytes arrive and
- * sums the listener gauges on the way, keeping only the token it is in. Memory does not grow with the
- * answer, so 10,000 listeners or a million stats cost the same few kilobytes; only time grows, and the
- * admin call's timeout bounds that.
+ * The stats answer is Envoy's plain-text format, one `name: value` line per stat, read as a stream:
+ * `ListenerGaugeScanner` checks each line as bytes arrive and sums the listener gauges on the way,
+ * keeping only the line it is in. Memory does not grow with the answer, so 10,000 listeners or a million
+ * stats cost the same few kilobytes; only time grows, and the admin call's timeout bounds that.
  */
 import type { OpenListener } from '../drain-record';
 import type { BodyReader } from './http1';
@@ -15,9 +15,29 @@ import type { ListenerMatcher } from './listener-pattern';
 import { platform } from './platform/current';
 import { utf8Decode, utf8Encode } from './platform/utf8';
 
-/** The regex Envoy evaluates (RE2) for the gauges we need; percent-encoded into the query string. */
-export const LISTENER_GAUGE_FILTER = '^listener\\..*\\.downstream_cx_active$';
-export const LISTENER_GAUGES_PATH = `/stats?format=json&type=Gauges&filter=${encodeURIComponent(LISTENER_GAUGE_FILTER)}`;
+/** A character of a stat name segment: anything but the dot that separates segments (and a newline, which `.` excludes too). */
+const SEGMENT_CHAR = '[^.\\n]';
+/** Segment characters that may follow once the whole `word` matched: none, for a word to stand alone. */
+function otherThan(word: string, afterWhole: string): string {
+  if (word === '') return afterWhole;
+  const first = word[0] as string;
+  return `(?:[^.\\n${first}]${SEGMENT_CHAR}*|${first}${otherThan(word.slice(1), afterWhole)})?`;
+}
+/** A last segment that is not a per-handler one (`worker_<n>`, `main_thread`), without lookaround. */
+const NOT_HANDLER_SEGMENT = `(?:[^.\\nwm]${SEGMENT_CHAR}*|w${otherThan('orker_', `(?:[0-9]*[^.\\n0-9]${SEGMENT_CHAR}*)?`)}|m${otherThan('ain_thread', `${SEGMENT_CHAR}+`)})?`;
+/**
+ * The regular expression Envoy evaluates for the gauges we need (RE2 by default, ECMAScript std::regex on
+ * older releases or with `admin_stats_filter_use_re2` off: it uses only syntax both read alike, no
+ * lookaround, which RE2 lacks). It matches exactly the names listenerOfGauge accepts, so Envoy leaves
+ * out the per-handler copies and the answer is a third of the size.
+ */
+export const LISTENER_GAUGE_FILTER = `^listener\\.(?:${SEGMENT_CHAR}+|.*\\.${NOT_HANDLER_SEGMENT})\\.downstream_cx_active$`;
+/**
+ * No `format`: plain text is the default on every release (`format=text` is refused before 1.2x, whose
+ * only formats were json and prometheus). `type=Gauges` leaves out counters, text readouts and histograms
+ * where Envoy knows it, and is ignored where it does not; the filter alone selects the same lines.
+ */
+export const LISTENER_GAUGES_PATH = `/stats?type=Gauges&filter=${encodeURIComponent(LISTENER_GAUGE_FILTER)}`;
 
 const PREFIX = 'listener.';
 const SUFFIX = '.downstream_cx_active';
@@ -78,86 +98,50 @@ function roleOf(listener: string, excludes: readonly ListenerMatcher[]): Listene
   return 'counted';
 }
 
+/** A listener name from its bytes (one character each): UTF-8 decoded when it is not ASCII. */
+function decodeName(latin1: string): string {
+  if (!NOT_ASCII.test(latin1)) return latin1;
+  const bytes = new Uint8Array(latin1.length);
+  for (let i = 0; i < latin1.length; i++) bytes[i] = latin1.charCodeAt(i);
+  return utf8Decode(bytes);
+}
+
 function shortName(listener: string): string {
   return JSON.stringify(listener.length > 64 ? `${listener.slice(0, 61)}...` : listener);
 }
 
-/** Deepest nesting accepted; Envoy's answer is 4 deep (histograms 5). */
-const MAX_DEPTH = 64;
 /** A stat name longer than this cannot be judged, so the count becomes unknown. */
 export const MAX_NAME_BYTES = 16 * 1024;
-/** Keys are compared with `stats`, `name` and `value`; even fully \u-escaped those fit in this. */
-const MAX_KEY_BYTES = 256;
-/** Numbers and the literals true/false/null. */
-const MAX_SCALAR_BYTES = 64;
-const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-/** The characters a number or literal is made of (digits, sign, point, exponent, letters). */
-const SCALAR = /[-+.0-9A-Za-z]*/y;
+/**
+ * The longest line read: a name of MAX_NAME_BYTES, `: ` and a value. Envoy writes a count as at most 20
+ * digits (uint64); a longer line makes the count unknown, which bounds what is kept of a line.
+ */
+export const MAX_LINE_BYTES = MAX_NAME_BYTES + 64;
+/** A count as Envoy writes a gauge (uint64 in decimal); exact as a double up to 2^53. */
+const COUNT = /^(?:0|[1-9][0-9]*)$/;
 const NOT_ASCII = /[^\x00-\x7f]/;
-/** A count as Envoy writes a gauge: no sign, no fraction, at most 15 digits (exact as a double). */
-const INTEGER = '(?:0|[1-9][0-9]{0,14})';
-/** Printable ASCII except the quote and the backslash: a JSON string's characters with nothing to decode. */
-const PLAIN = '[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]';
-/**
- * Envoy's element, `{"name":"<printable ASCII, no escapes>","value":<integer>}`: exactly a JSON object
- * with those two members, so matching it gives what the general path would, in one native step. Any
- * other element (escapes, another order, more members, a split across chunks) takes the general path.
- */
-const ELEMENT = new RegExp(`\\{"name":"(${PLAIN}*)","value":(${INTEGER})\\}`, 'y');
-/**
- * The common case in one native step: a listener's gauge `listener.<l>.downstream_cx_active` of
- * ELEMENT's shape, followed by the per-handler copies Envoy sorts right after it,
- * `listener.<l>.worker_<n>.downstream_cx_active` and `listener.<l>.main_thread.downstream_cx_active`.
- * The copies repeat the listener segment (a backreference, so nothing is backtracked) and listenerOfGauge
- * rejects every one of them, so skipping them gives the same count. Capture 1 is `<l>`, 2 the value.
- */
-const LISTENER_GROUP = new RegExp(
-  `\\{"name":"listener\\.(${PLAIN}*)\\.downstream_cx_active","value":(${INTEGER})\\}` +
-    `(?:,\\{"name":"listener\\.\\1\\.(?:worker_[0-9]+|main_thread)\\.downstream_cx_active","value":${INTEGER}\\})*`,
-  'y',
-);
-
-const QUOTE = 0x22;
-/** Where a string's plain run ends: its closing quote or an escape. */
-const STRING_STOP = /["\\]/g;
+const LF = 0x0a;
+const COLON = 0x3a;
+const SPACE = 0x20;
+const ZERO = 0x30;
 
 class MalformedStats extends Error {}
 
-type Expect = 'value' | 'value-or-close' | 'key-or-close' | 'key' | 'colon' | 'comma-or-close' | 'end';
-type Container = 'object' | 'array';
-/** What a string being read will be used for. */
-type StringRole = 'top-key' | 'element-key' | 'name' | 'other';
-
 /**
- * Reads a `/stats?format=json` answer incrementally (a BodyReader): `{"stats":[{"name":…,"value":…},…]}`.
- * The JSON must be well formed as a whole; elements without a numeric `value` (text readouts, the
- * trailing histograms element) are skipped, like JSON.parse plus a filter would. Any error makes the
- * count unknown, never a smaller number.
+ * Reads Envoy's plain-text `/stats` answer incrementally (a BodyReader): one `name: value` line per stat,
+ * each ended by `\n`. Envoy's stat names never hold a `:` (Stats::Utility::sanitizeStatsName makes it
+ * `_`), so a line splits at its first `: `. Lines of other stats are passed over whatever their value
+ * (text readouts, histograms, on releases that ignore `type`); a listener gauge whose value is not a
+ * count, a line without `: `, a line longer than MAX_LINE_BYTES or an answer that ends inside a line
+ * make the count unknown, never a smaller number.
+ *
+ * With no listener rows to keep (the drain), once one listener gauge has been seen a `name: 0` line can
+ * change nothing: it adds nothing, and it cannot make the count known.
  */
 export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
-  private readonly stack: Container[] = [];
-  private expect: Expect = 'value';
   private error: string | undefined;
-
-  // The token being read.
-  private mode: 'none' | 'string' | 'scalar' = 'none';
-  private stringRole: StringRole = 'other';
-  private escapePending = false;
-  private captured: string[] = [];
-  private capturedBytes = 0;
-  private captureLimit = 0;
-  private captureOverflow = false;
-  private scalar = '';
-
-  // Where in Envoy's shape we are.
-  private topKey = '';
-  private statsKind: 'absent' | 'array' | 'other' = 'absent';
-  private inStatsArray = false;
-  private inElement = false;
-  private elementKey = '';
-  private name: string | undefined;
-  private nameTooLong = false;
-  private value: number | undefined;
+  /** The start of a line the previous pieces ended inside (Latin-1, one character per byte). */
+  private partial = '';
 
   // The result so far.
   private visible = 0;
@@ -178,10 +162,7 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   push(bytes: Uint8Array): boolean {
     if (this.error !== undefined) return false;
     try {
-      // One native conversion per chunk; from then on the scan uses the engine's string search
-      // (indexOf, slice, sticky regexes) instead of a loop over bytes in JavaScript, which is what
-      // keeps it fast on QuickJS's interpreter. Latin-1: one character per byte, nothing decoded yet.
-      this.scan(platform.latin1(bytes));
+      this.scan(bytes);
       return true;
     } catch (error) {
       if (!(error instanceof MalformedStats)) throw error;
@@ -191,294 +172,70 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
   }
 
   finish(): GaugeScan {
-    if (this.error === undefined) {
-      try {
-        if (this.mode === 'scalar') this.endScalar();
-        if (this.mode === 'string' || this.expect !== 'end') throw new MalformedStats('stats answer ends before its JSON does');
-        if (this.statsKind !== 'array') throw new MalformedStats('stats answer has no "stats" array');
-      } catch (error) {
-        if (!(error instanceof MalformedStats)) throw error;
-        this.error = error.message;
-      }
-    }
+    if (this.error === undefined && this.partial !== '') this.error = 'stats answer ends inside a line';
     if (this.error !== undefined) return { ok: false, error: this.error };
     const open = this.open.sort((a, b) => b.connections - a.connections);
     return { ok: true, total: this.visible === 0 ? null : this.total, listeners: this.listeners, omitted: this.omitted, open, openOmitted: this.openOmitted };
   }
 
-  private scan(text: string): void {
-    const n = text.length;
+  private scan(bytes: Uint8Array): void {
+    const n = bytes.length;
     let i = 0;
+    if (this.partial !== '') {
+      const end = bytes.indexOf(LF);
+      const piece = platform.latin1(end < 0 ? bytes : bytes.subarray(0, end));
+      if (this.partial.length + piece.length > MAX_LINE_BYTES) throw new MalformedStats(`a stats line longer than ${MAX_LINE_BYTES} bytes`);
+      this.partial += piece;
+      if (end < 0) return;
+      const line = this.partial;
+      this.partial = '';
+      this.line(line);
+      i = end + 1;
+    }
     while (i < n) {
-      if (this.mode === 'string') {
-        i = this.continueString(text, i);
-        continue;
+      const end = bytes.indexOf(LF, i);
+      if (end < 0) {
+        if (n - i > MAX_LINE_BYTES) throw new MalformedStats(`a stats line longer than ${MAX_LINE_BYTES} bytes`);
+        this.partial = platform.latin1(bytes.subarray(i));
+        return;
       }
-      if (this.mode === 'scalar') {
-        i = this.continueScalar(text, i);
-        continue;
-      }
-      const c = text.charCodeAt(i);
-      switch (c) {
-        case 0x20:
-        case 0x09:
-        case 0x0a:
-        case 0x0d:
-          break;
-        case 0x7b: // {
-          if (this.stack.length === 2 && this.inStatsArray && (this.expect === 'value' || this.expect === 'value-or-close')) {
-            const end = this.commonElement(text, i);
-            if (end > i) {
-              this.endValue();
-              i = end;
-              continue;
-            }
-          }
-          this.beginValue('object');
-          this.stack.push('object');
-          this.expect = 'key-or-close';
-          if (this.stack.length === 3 && this.inStatsArray) this.beginElement();
-          break;
-        case 0x5b: // [
-          this.beginValue('array');
-          this.stack.push('array');
-          this.expect = 'value-or-close';
-          break;
-        case 0x7d: // }
-          if ((this.expect !== 'key-or-close' && this.expect !== 'comma-or-close') || this.stack[this.stack.length - 1] !== 'object') {
-            throw new MalformedStats('unexpected }');
-          }
-          if (this.stack.length === 3 && this.inElement) this.endElement();
-          this.stack.pop();
-          this.endValue();
-          break;
-        case 0x5d: // ]
-          if ((this.expect !== 'value-or-close' && this.expect !== 'comma-or-close') || this.stack[this.stack.length - 1] !== 'array') {
-            throw new MalformedStats('unexpected ]');
-          }
-          if (this.stack.length === 2) this.inStatsArray = false;
-          this.stack.pop();
-          this.endValue();
-          break;
-        case 0x3a: // :
-          if (this.expect !== 'colon') throw new MalformedStats('unexpected :');
-          this.expect = 'value';
-          break;
-        case 0x2c: // ,
-          if (this.expect !== 'comma-or-close') throw new MalformedStats('unexpected ,');
-          this.expect = this.stack[this.stack.length - 1] === 'object' ? 'key' : 'value';
-          break;
-        case QUOTE:
-          if (this.expect === 'key' || this.expect === 'key-or-close') {
-            const depth = this.stack.length;
-            this.beginString(depth === 1 ? 'top-key' : depth === 3 && this.inElement ? 'element-key' : 'other');
-          } else {
-            this.beginValue('string');
-            this.beginString(this.stack.length === 3 && this.inElement && this.elementKey === 'name' ? 'name' : 'other');
-          }
-          i++;
-          continue;
-        default:
-          if (c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x74 || c === 0x66 || c === 0x6e) {
-            this.beginValue('scalar');
-            this.mode = 'scalar';
-            this.scalar = '';
-            continue; // continueScalar reads it from here
-          }
-          throw new MalformedStats(`unexpected byte 0x${c.toString(16)}`);
-      }
-      i++;
+      if (!this.isIdleLine(bytes, i, end)) this.line(platform.latin1(bytes.subarray(i, end)));
+      i = end + 1;
     }
   }
 
   /**
-   * A listener's gauge and its per-handler copies, or another element of Envoy's common shape, whole in
-   * this chunk from `start`: counted in one native step (see LISTENER_GROUP and ELEMENT). Returns where
-   * it ends, or `start` when the general path must read what is there.
+   * Whether bytes[start, end) is a `<name>: 0` line that can change nothing: with no listener rows to
+   * keep (the drain) and a listener gauge already seen, it adds nothing and cannot make the count known.
+   * Envoy's idle listeners are most of a big answer: passing over them without a string each (the
+   * searches are memchr in QuickJS) is what keeps a 10,000-listener poll within its CPU goal.
    */
-  private commonElement(text: string, start: number): number {
-    LISTENER_GROUP.lastIndex = start;
-    const group = LISTENER_GROUP.exec(text);
-    if (group) {
-      this.countListener(group[1] as string, Number(group[2]));
-      return LISTENER_GROUP.lastIndex;
-    }
-    ELEMENT.lastIndex = start;
-    const element = ELEMENT.exec(text);
-    if (!element) return start;
-    this.countGauge(element[1] as string, Number(element[2]));
-    return ELEMENT.lastIndex;
+  private isIdleLine(bytes: Uint8Array, start: number, end: number): boolean {
+    if (this.visible === 0 || this.keepListeners !== 0 || end - start > MAX_LINE_BYTES) return false;
+    return bytes[end - 1] === ZERO && bytes[end - 2] === SPACE && bytes.indexOf(COLON, start) === end - 3;
   }
 
-  /** Reads the bytes of a number or literal from `start` (it may continue in the next chunk). */
-  private continueScalar(text: string, start: number): number {
-    SCALAR.lastIndex = start;
-    const piece = (SCALAR.exec(text) as RegExpExecArray)[0];
-    if (this.scalar.length + piece.length > MAX_SCALAR_BYTES) throw new MalformedStats('number or literal too long');
-    this.scalar += piece;
-    const end = start + piece.length;
-    if (end < text.length) this.endScalar();
-    return end;
-  }
-
-  /** A value starts where one is expected; records what the value means in Envoy's shape. */
-  private beginValue(kind: 'object' | 'array' | 'string' | 'scalar'): void {
-    if (this.expect !== 'value' && this.expect !== 'value-or-close') throw new MalformedStats(`unexpected ${kind}`);
-    if ((kind === 'object' || kind === 'array') && this.stack.length >= MAX_DEPTH) throw new MalformedStats(`nested deeper than ${MAX_DEPTH}`);
-    const depth = this.stack.length;
-    if (depth === 1 && this.topKey === 'stats') {
-      // A repeated "stats" key: the last one wins, as with JSON.parse.
-      this.statsKind = kind === 'array' ? 'array' : 'other';
-      this.resetCount();
-      if (kind === 'array') this.inStatsArray = true;
-    }
-    if (depth === 3 && this.inElement) {
-      if (this.elementKey === 'name' && kind !== 'string') {
-        this.name = undefined;
-        this.nameTooLong = false;
-      }
-      if (this.elementKey === 'value' && kind !== 'scalar') this.value = undefined;
-    }
-  }
-
-  private endValue(): void {
-    this.expect = this.stack.length === 0 ? 'end' : 'comma-or-close';
-  }
-
-  private beginString(role: StringRole): void {
-    this.mode = 'string';
-    this.stringRole = role;
-    this.escapePending = false;
-    this.captured = [];
-    this.capturedBytes = 0;
-    this.captureOverflow = false;
-    this.captureLimit = role === 'name' ? MAX_NAME_BYTES : role === 'other' ? 0 : MAX_KEY_BYTES;
-  }
-
-  /** Reads string bytes from `start`; returns where scanning goes on. Jumps between quotes and backslashes. */
-  private continueString(text: string, start: number): number {
-    const n = text.length;
-    let i = start;
-    if (this.escapePending) {
-      this.escapePending = false;
-      i++; // the escaped byte (the \uXXXX digits that may follow contain no quote or backslash)
-    }
-    for (;;) {
-      // The next quote or backslash, searched from i only: each byte is looked at once, however many
-      // escapes there are (QuickJS's indexOf compares at every position, so a search for a character
-      // that is absent would cost the whole rest of the chunk every time).
-      STRING_STOP.lastIndex = i;
-      const stop = i < n ? STRING_STOP.exec(text) : null;
-      if (stop === null) {
-        this.capture(text, start, n);
-        return n;
-      }
-      if (text.charCodeAt(stop.index) === QUOTE) {
-        this.capture(text, start, stop.index);
-        this.endString();
-        return stop.index + 1;
-      }
-      // Skip the escape; a quote it escaped is searched past.
-      i = stop.index + 2;
-      if (i > n) {
-        this.capture(text, start, n);
-        this.escapePending = true;
-        return n;
-      }
-    }
-  }
-
-  /** Keeps the string's characters (Latin-1, one per byte) if this string is wanted. */
-  private capture(text: string, from: number, to: number): void {
-    if (this.captureLimit === 0 || from >= to || this.captureOverflow) return;
-    if (this.capturedBytes + (to - from) > this.captureLimit) {
-      this.captureOverflow = true;
-      this.captured = [];
-      return;
-    }
-    this.captured.push(text.slice(from, to));
-    this.capturedBytes += to - from;
-  }
-
-  private capturedText(): string | undefined {
-    if (this.captureOverflow) return undefined;
-    const raw = this.captured.length === 1 ? (this.captured[0] as string) : this.captured.join('');
-    if (raw.indexOf('\\') < 0 && !NOT_ASCII.test(raw)) return raw;
-    const bytes = new Uint8Array(raw.length);
-    for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-    try {
-      // Escapes and UTF-8 decoded exactly as JSON.parse would.
-      return JSON.parse(`"${utf8Decode(bytes)}"`) as string;
-    } catch {
-      throw new MalformedStats('a stats string is not valid JSON');
-    }
-  }
-
-  private endString(): void {
-    this.mode = 'none';
-    const role = this.stringRole;
-    if (role === 'other') {
-      if (this.expect === 'key' || this.expect === 'key-or-close') this.expect = 'colon';
-      else this.endValue();
-      return;
-    }
-    const text = this.capturedText();
-    this.captured = [];
-    if (role === 'top-key') {
-      this.topKey = text ?? '';
-      this.expect = 'colon';
-    } else if (role === 'element-key') {
-      this.elementKey = text ?? '';
-      this.expect = 'colon';
-    } else {
-      this.name = text;
-      this.nameTooLong = text === undefined;
-      this.endValue();
-    }
-  }
-
-  private endScalar(): void {
-    this.mode = 'none';
-    const text = this.scalar;
-    let value: number | undefined;
-    if (text === 'true' || text === 'false' || text === 'null') value = undefined;
-    else if (NUMBER.test(text)) value = Number(text);
-    else throw new MalformedStats(`invalid JSON value ${JSON.stringify(text)}`);
-    if (this.stack.length === 3 && this.inElement && this.elementKey === 'value') this.value = value;
-    this.endValue();
-  }
-
-  private beginElement(): void {
-    this.inElement = true;
-    this.elementKey = '';
-    this.name = undefined;
-    this.nameTooLong = false;
-    this.value = undefined;
-  }
-
-  private endElement(): void {
-    this.inElement = false;
-    if (this.value === undefined) return;
-    if (this.nameTooLong) throw new MalformedStats(`a stat name longer than ${MAX_NAME_BYTES} bytes`);
-    if (this.name === undefined) return;
-    this.countGauge(this.name, this.value);
-  }
-
-  private countGauge(name: string, value: number): void {
-    if (name.startsWith(PREFIX) && name.endsWith(SUFFIX)) this.countListener(name.slice(PREFIX.length, name.length - SUFFIX.length), value);
+  /** One whole line, without its `\n`, one character per byte. */
+  private line(text: string): void {
+    if (text.length > MAX_LINE_BYTES) throw new MalformedStats(`a stats line longer than ${MAX_LINE_BYTES} bytes`);
+    const colon = text.indexOf(':');
+    if (colon < 0 || text.charCodeAt(colon + 1) !== 0x20) throw new MalformedStats(`a stats line is not "name: value": ${shortName(text)}`);
+    const name = text.slice(0, colon);
+    if (!name.startsWith(PREFIX) || !name.endsWith(SUFFIX)) return;
+    const listener = decodeName(name.slice(PREFIX.length, name.length - SUFFIX.length));
+    this.countListener(listener, text.slice(colon + 2));
   }
 
   /**
    * A gauge named `listener.<listener>.downstream_cx_active`. A count must be a count: a value that is
-   * not a non-negative whole number (-10, 0.5, 1e400, -0) makes the whole reading unknown. So a listener
-   * given twice cannot cancel another out: with counts only, the sum is at least each of its parts,
-   * never below the real count.
+   * not a whole number from 0 to 2^53 (-10, 0.5, 1e400, 18446744073709551615 from a gauge that went
+   * below zero) makes the whole reading unknown. So a listener given twice cannot cancel another out:
+   * with counts only, the sum is at least each of its parts, never below the real count.
    */
-  private countListener(listener: string, value: number): void {
+  private countListener(listener: string, valueText: string): void {
     if (listener === '' || isPerHandler(listener)) return;
-    if (!Number.isSafeInteger(value) || value < 0 || Object.is(value, -0)) {
-      throw new MalformedStats(`the gauge of listener ${shortName(listener)} is ${String(value)}, not a count`);
-    }
+    const value = COUNT.test(valueText) ? Number(valueText) : NaN;
+    if (!Number.isSafeInteger(value)) throw new MalformedStats(`the gauge of listener ${shortName(listener)} is ${shortName(valueText)}, not a count`);
 
     const role = roleOf(listener, this.excludes);
     if (role !== 'admin') this.visible++;
@@ -505,21 +262,11 @@ export class ListenerGaugeScanner implements BodyReader<GaugeScan> {
     open[smallest] = { name, connections };
     this.openFloor = Math.min(...open.map((l) => l.connections));
   }
-
-  private resetCount(): void {
-    this.visible = 0;
-    this.total = 0;
-    this.listeners = [];
-    this.omitted = 0;
-    this.open = [];
-    this.openOmitted = 0;
-    this.openFloor = 0;
-  }
 }
 
 /**
- * Counts a whole `/stats?format=json` body at once (the scanner fed in one piece). Throws on a body
- * that is not Envoy's JSON shape.
+ * Counts a whole plain-text `/stats` body at once (the scanner fed in one piece). Throws on a body
+ * that is not Envoy's `name: value` lines.
  */
 export function countConnections(body: string | Uint8Array, excludes: readonly ListenerMatcher[], keepListeners = Number.MAX_SAFE_INTEGER): ConnectionCount {
   const scanner = new ListenerGaugeScanner(excludes, keepListeners);

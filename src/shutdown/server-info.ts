@@ -5,20 +5,34 @@ export interface ServerInfo {
   uptime?: string;
 }
 
+/** Deepest nesting read: Envoy's answer is 4 deep (node metadata a few more); deeper is not its answer. */
+export const MAX_JSON_DEPTH = 32;
+/** Strings and brackets read at most: Envoy's answer has a few hundred; more is not its answer. */
+export const MAX_JSON_TOKENS = 8192;
+/** The characters that give a JSON text its shape. */
+const STRUCTURE = /[[\]{}",]/g;
+
 /**
- * The top-level keys of a JSON object text that occur more than once (JSON.parse keeps the last one and
- * says nothing). One pass over the text, tracking strings and nesting; keys are compared decoded.
+ * What JSON.parse would not say about an answer, read before it is parsed: whether it is nested deeper
+ * than MAX_JSON_DEPTH or has more than MAX_JSON_TOKENS strings and brackets (then it is not read at all,
+ * so a hostile answer cannot make the parser, or this pass, hold JavaScript on a throttled node), and
+ * which top-level keys occur more than once (JSON.parse keeps the last one and says nothing). One pass
+ * that jumps natively from one structural character to the next; keys are compared decoded.
  */
-function repeatedTopLevelKeys(body: string): Set<string> {
+function shapeOf(body: string): { readable: false } | { readable: true; repeated: Set<string> } {
   const seen = new Set<string>();
   const repeated = new Set<string>();
   let depth = 0;
+  let tokens = 0;
   let expectKey = false;
-  for (let i = 0; i < body.length; i++) {
+  STRUCTURE.lastIndex = 0;
+  while (STRUCTURE.test(body)) {
+    if (++tokens > MAX_JSON_TOKENS) return { readable: false };
+    const i = STRUCTURE.lastIndex - 1;
     const c = body[i];
     if (c === '"') {
-      let end = i + 1;
-      while (end < body.length && body[end] !== '"') end += body[end] === '\\' ? 2 : 1;
+      const end = closingQuote(body, i);
+      if (end < 0) return { readable: false };
       if (depth === 1 && expectKey) {
         let key: string;
         try {
@@ -30,20 +44,32 @@ function repeatedTopLevelKeys(body: string): Set<string> {
         seen.add(key);
         expectKey = false;
       }
-      i = end;
+      STRUCTURE.lastIndex = end + 1;
     } else if (c === '{' || c === '[') {
-      depth++;
+      if (++depth > MAX_JSON_DEPTH) return { readable: false };
       if (depth === 1 && c === '{') expectKey = true;
     } else if (c === '}' || c === ']') {
       depth--;
-    } else if (c === ',' && depth === 1) {
+    } else if (depth === 1) {
       expectKey = true;
     }
   }
-  return repeated;
+  return { readable: true, repeated };
+}
+
+/** The index of the quote that closes the string opening at `open`, or -1; each backslash run is read once. */
+function closingQuote(body: string, open: number): number {
+  for (let end = body.indexOf('"', open + 1); end >= 0; end = body.indexOf('"', end + 1)) {
+    let backslashes = 0;
+    while (body[end - 1 - backslashes] === '\\') backslashes++;
+    if (backslashes % 2 === 0) return end;
+  }
+  return -1;
 }
 
 export function parseServerInfo(body: string): ServerInfo {
+  const shape = shapeOf(body);
+  if (!shape.readable) return {};
   let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(body) as Record<string, unknown>;
@@ -53,7 +79,7 @@ export function parseServerInfo(body: string): ServerInfo {
   if (typeof parsed !== 'object' || parsed === null) return {};
   const info: ServerInfo = {};
   // Two "version" keys: which one Envoy meant cannot be known, so there is none.
-  if (typeof parsed.version === 'string' && !repeatedTopLevelKeys(body).has('version')) info.version = parsed.version;
+  if (typeof parsed.version === 'string' && !shape.repeated.has('version')) info.version = parsed.version;
   if (typeof parsed.state === 'string') info.state = parsed.state;
   if (typeof parsed.uptime_current_epoch === 'string') info.uptime = parsed.uptime_current_epoch;
   return info;

@@ -15,10 +15,13 @@ import { createServer as createHttpServer, type IncomingMessage, type Server as 
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { buildServerInfo, compareVersion, parseVersion, type EnvoyState, type SimulatedVersion } from './envoy/server-info';
-import { renderStats, type StatsModel } from './envoy/stats';
+import { renderStats, sanitizeStatsName, type StatsModel } from './envoy/stats';
 
 export interface ListenerSpec {
-  /** Stat name segment (Envoy's `stat_prefix` or `<address>_<port>`); default `127.0.0.1_<port>`. */
+  /**
+   * What names the listener in its stats (Envoy's `stat_prefix`, or its address `<ip>:<port>`), made a stat
+   * name segment as Envoy makes it (`sanitizeStatsName`: `[::]:8443` is `[__]_8443`); default `127.0.0.1_<port>`.
+   */
   statName?: string;
 }
 
@@ -244,7 +247,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
     });
     const port = (server.address() as AddressInfo).port;
     const listener: SimulatedListener = {
-      statName: spec.statName ?? `127.0.0.1_${port}`,
+      statName: sanitizeStatsName(spec.statName ?? `127.0.0.1:${port}`),
       server,
       port,
       perWorker: new Array<number>(this.options.workers ?? 2).fill(0),
@@ -307,8 +310,8 @@ export class EnvoyAdminSimulator extends EventEmitter {
         return send(res, this.state === 'LIVE' ? 200 : 503, `${this.state}\n`);
       default: {
         const rendered = renderStats(this.statsModel(), url.searchParams);
-        if (this.faults.hugeStats && rendered.status === 200 && url.searchParams.get('format') === 'json') {
-          return this.sendPadded(res, rendered.body, this.faults.hugeStats.bytes);
+        if (this.faults.hugeStats && rendered.status === 200) {
+          return this.sendPadded(res, rendered.body, this.faults.hugeStats.bytes, url.searchParams.get('format') === 'json' ? 'json' : 'text');
         }
         return send(res, rendered.status, rendered.body, rendered.contentType);
       }
@@ -370,28 +373,35 @@ export class EnvoyAdminSimulator extends EventEmitter {
   }
 
   /**
-   * The `hugeStats` fault: `{"stats":[` + padding gauges + the real elements, streamed with
-   * back-pressure so that neither side holds the whole answer. Emits `stats-bytes` as it goes.
+   * The `hugeStats` fault: padding gauges sorted before the real ones, then the real answer (in JSON:
+   * `{"stats":[` + padding + the real elements), streamed with back-pressure so that neither side holds
+   * the whole answer. Emits `stats-bytes` as it goes.
    */
-  private sendPadded(res: ServerResponse, body: string, bytes: number): void {
-    const head = '{"stats":[';
-    const tail = body.slice(head.length); // the real elements and `]}`
+  private sendPadded(res: ServerResponse, body: string, bytes: number, format: 'json' | 'text'): void {
+    const head = format === 'json' ? '{"stats":[' : '';
+    // The real elements and `]}` (JSON), or the real lines (text).
+    const tail = body.slice(head.length);
     let left = bytes - body.length;
     let index = 0;
     let sent = 0;
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.writeHead(200, { 'content-type': format === 'json' ? 'application/json' : 'text/plain; charset=UTF-8', 'transfer-encoding': 'chunked' });
+    const padding = (i: number): string => {
+      const name = `cluster.padding_${String(i).padStart(10, '0')}.upstream_cx_active`;
+      return format === 'json' ? `${i === 0 ? '' : ','}{"name":"${name}","value":0}` : `${name}: 0\n`;
+    };
     const piece = (): string | undefined => {
       if (index === -1) return undefined;
       if (left <= 0) {
         const whole = index === 0;
         index = -1;
         if (whole) return body;
+        if (format === 'text') return tail;
         // The real elements follow the padding (or the array just closes when there are none).
         return tail === ']}' ? tail : `,${tail}`;
       }
       let text = index === 0 ? head : '';
       while (text.length < 64 * 1024 && left > 0) {
-        const element = `${index === 0 ? '' : ','}{"name":"cluster.padding_${String(index++).padStart(10, '0')}.upstream_cx_active","value":0}`;
+        const element = padding(index++);
         text += element;
         left -= element.length;
       }

@@ -17,6 +17,7 @@ export type SocketAddress = { kind: 'unix'; path: string } | { kind: 'tcp'; host
 /** Callbacks of one client connection; none is ever called synchronously from `connect`. */
 export interface StreamEvents {
   connected(): void;
+  /** Bytes that arrived; valid during the call only (the QuickJS platform reuses its read buffer): copy what you keep. */
   data(bytes: Uint8Array): void;
   /** The peer closed its side (end of file). */
   end(): void;

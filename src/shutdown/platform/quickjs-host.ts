@@ -13,8 +13,8 @@ export interface QuickJsHost {
   connectUnix(path: string): number;
   connectTcp(ipLiteral: string, port: number): number;
   connectResult(fd: number): string | null;
-  /** Up to 64 KiB; an empty buffer at end of file; null when a non-blocking fd has nothing yet. */
-  read(fd: number): ArrayBuffer | null;
+  /** Reads into `bytes`: how many bytes (0 at end of file), or -1 when a non-blocking fd has nothing yet. */
+  readInto(fd: number, bytes: Uint8Array): number;
   /** One character per byte (Latin-1), nothing decoded. */
   latin1(bytes: Uint8Array): string;
   /** Bytes written (at most 4096), or -1 when the fd cannot take any now; never blocks. */

@@ -9,6 +9,11 @@ import { quickJsHost, type QuickJsHost } from './quickjs-host';
 
 /** Reads per readiness callback: a fast sender must not keep timers (the call's timeout) waiting. */
 const READS_PER_WAKEUP = 4;
+/**
+ * Every read of the process goes into this one buffer, handed on as a view that is valid during the
+ * callback only (StreamEvents.data says so): one allocation for the whole run instead of one per read.
+ */
+const readBuffer = new Uint8Array(64 * 1024);
 
 function errnoCode(error: unknown): string {
   return typeof (error as { code?: unknown }).code === 'string' ? (error as { code: string }).code : 'EIO';
@@ -60,14 +65,14 @@ function connectStream(host: QuickJsHost, address: SocketAddress, events: Stream
       if (writable && pending.length > 0) flush();
       if (readable) {
         for (let i = 0; i < READS_PER_WAKEUP && !closed; i++) {
-          const chunk = host.read(fd);
-          if (chunk === null) break;
-          if (chunk.byteLength === 0) {
+          const n = host.readInto(fd, readBuffer);
+          if (n < 0) break;
+          if (n === 0) {
             shutdown();
             events.end();
             return;
           }
-          events.data(new Uint8Array(chunk));
+          events.data(readBuffer.subarray(0, n));
         }
       }
       rewatch();
@@ -141,10 +146,10 @@ function fileSystem(host: QuickJsHost): FileSystem {
         const output = host.open(target, host.O_WRONLY | host.O_CREAT | host.O_TRUNC, 0o600);
         try {
           for (;;) {
-            const chunk = host.read(input);
-            if (chunk === null) throw new Error(`reading ${source}: no data on a regular file`);
-            if (chunk.byteLength === 0) break;
-            host.writeAll(output, new Uint8Array(chunk));
+            const n = host.readInto(input, readBuffer);
+            if (n < 0) throw new Error(`reading ${source}: no data on a regular file`);
+            if (n === 0) break;
+            host.writeAll(output, readBuffer.subarray(0, n));
           }
           host.fchmod(output, mode);
           host.fsync(output);
@@ -185,9 +190,9 @@ function onSignals(host: QuickJsHost, handler: (signal: HandledSignal) => void):
   const fd = host.openSignalPipe();
   host.watch(fd, true, false, () => {
     for (;;) {
-      const chunk = host.read(fd);
-      if (chunk === null || chunk.byteLength === 0) return;
-      for (const number of new Uint8Array(chunk)) {
+      const n = host.readInto(fd, readBuffer);
+      if (n <= 0) return;
+      for (const number of readBuffer.subarray(0, n)) {
         const name = names.get(number);
         if (name !== undefined) handler(name);
       }

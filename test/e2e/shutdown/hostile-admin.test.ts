@@ -11,8 +11,8 @@ import { shutdownProgramMemoryBytes } from '../../support/envoy/memory';
 import { drainHarness } from './harness';
 import { summaryOf, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 import type { EnvoyAdminSimulator } from '../../support/envoy-admin-simulator';
+import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
 
-const GAUGES = /^\/stats\?format=json&type=Gauges&filter=/;
 const posts = (sim: EnvoyAdminSimulator) => sim.requests.filter((r) => r.method === 'POST').map((r) => r.path);
 
 /** Peak resident memory of a running process in bytes (VmHWM: its high-water mark so far). */
@@ -29,7 +29,7 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     const running = h.drain(sim, ['--deadline', '120s', '--min-drain', '0s', '--poll-interval', '200ms', '--request-timeout', '60s']);
     // The connections at start are read once the health check is failed: close the clients after that
     // reading, which is done when the next one is asked for.
-    await sim.waitFor(() => sim.requests.filter((r) => GAUGES.test(r.path)).length >= 2, 60_000);
+    await sim.waitFor(() => sim.requests.filter((r) => r.path === LISTENER_GAUGES_PATH).length >= 2, 60_000);
     for (const c of connections) c.end();
     const run = await running.finished;
     expect(run.code).toBe(0);
@@ -65,7 +65,7 @@ describe.each(E2E_TARGETS)('$title', (target) => {
       sim.faults.hugeStats = { bytes: 100e6 };
       const running = h.drain(sim, ['--deadline', '30s', '--min-drain', '0s', '--poll-interval', '200ms', '--request-timeout', '2s']);
       // Sampled while the third answer streams: two answers were read (or cut) before it.
-      await sim.waitFor(() => sim.requests.filter((r) => GAUGES.test(r.path)).length >= 3);
+      await sim.waitFor(() => sim.requests.filter((r) => r.path === LISTENER_GAUGES_PATH).length >= 3);
       const peak = peakRssBytes(running.child.pid as number);
       running.child.kill('SIGKILL');
       expect(peak).toBeLessThan(shutdownProgramMemoryBytes());

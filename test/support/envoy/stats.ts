@@ -1,4 +1,13 @@
-/** `/stats` rendering (docs/design.md, "Envoy's admin API"): the JSON shape, ordering, filters and the bad-regex answer. */
+/** `/stats` rendering (docs/design.md, "Envoy's admin API"): the text and JSON shapes, ordering, filters and the bad-regex answer. */
+
+/**
+ * What Envoy makes of a name it puts into a stat name (Stats::Utility::sanitizeStatsName, source/common/stats/utility.cc):
+ * one leading and one trailing `.` trimmed, every `:` and NUL replaced by `_`. So `[::]:8443` becomes `[__]_8443`,
+ * and no stat name holds a `:`, which is what lets a plain-text `name: value` line split at its first `:`.
+ */
+export function sanitizeStatsName(name: string): string {
+  return name.replace(/\.$/, '').replace(/^\./, '').replace(/[:\0]/g, '_');
+}
 export interface StatsModel {
   textReadouts: Map<string, string>;
   counters: Map<string, number>;
@@ -28,6 +37,8 @@ export function renderStats(model: StatsModel, params: URLSearchParams): Rendere
       return { status: 400, body: 'Invalid re2 regex', contentType: 'text/plain; charset=UTF-8' };
     }
   }
+  const format = params.get('format') ?? 'text';
+  if (!['text', 'json'].includes(format)) return { status: 400, body: 'usage: /stats?format=(html|active-html|json|prometheus|text)\n\n', contentType: 'text/plain; charset=UTF-8' };
   const type = params.get('type') ?? 'All';
   if (!TYPES.has(type)) return { status: 400, body: `invalid type=${type}\n`, contentType: 'text/plain; charset=UTF-8' };
   const wanted = (t: string) => type === 'All' || type === t;
@@ -43,7 +54,7 @@ export function renderStats(model: StatsModel, params: URLSearchParams): Rendere
     .sort(byName);
   const histograms = wanted('Histograms') ? model.histograms.filter(keep).sort() : [];
 
-  if (params.get('format') === 'json') {
+  if (format === 'json') {
     const stats: object[] = [...readouts, ...scalars].map(([name, value]) => ({ name, value }));
     if (histograms.length > 0) {
       stats.push({
@@ -55,6 +66,7 @@ export function renderStats(model: StatsModel, params: URLSearchParams): Rendere
     }
     return { status: 200, body: JSON.stringify({ stats }), contentType: 'application/json' };
   }
+  // Plain text, Envoy's default: `name: value` lines (StatsTextRender in source/server/admin/stats_render.cc).
   const lines = [
     ...readouts.map(([n, v]) => `${n}: "${v}"`),
     ...scalars.map(([n, v]) => `${n}: ${v}`),
