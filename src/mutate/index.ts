@@ -3,8 +3,8 @@
  * and returns a verified JSON Patch. No I/O, no clock, no state: any replica, the CLI and the tests
  * get the same answer for the same input.
  *
- * The pod goes through five modules, in this order:
- *   k8s/    the pod model: its shape is checked before anything reads it;
+ * The pod's shape is checked first (src/k8s, the pod model), then it goes through four modules, in
+ * this order:
  *   envoy/  the reading of an Envoy pod: which container is Envoy, its arguments, hooks, ports,
  *           admin address, where the drain program can live;
  *   plan/   the annotations' overrides, the grace period and timing, all of it decided as one Plan;
@@ -13,8 +13,8 @@
  */
 import type { Config } from '../config/types';
 import { findEnvoy, lookedFor, type EnvoyDetection } from './envoy/detect';
-import type { Container, Pod } from './k8s';
-import { podShapeProblems } from './k8s/shape';
+import type { Container, Pod } from '../k8s';
+import { podShapeProblems } from '../k8s/shape';
 import { verifyPatch } from './patch/verify';
 import { PatchBuilder } from './patch/builder';
 import { Annotations, invalidAnnotationMessage, quoteValue, readOverrides } from './plan/annotations';
@@ -25,9 +25,9 @@ import { applySteps } from './steps';
 import { removeProtectedLabel } from './steps/pod';
 
 export * from './result';
-export * from './k8s';
-export { validatePod } from './k8s/validate';
-export { podShapeProblems } from './k8s/shape';
+export * from '../k8s';
+export { validatePod } from '../k8s/validate';
+export { podShapeProblems } from '../k8s/shape';
 export { PatchVerificationError } from './patch/verify';
 // Read-only views of a pod, for `drainguard check`: which container is Envoy, which are shutdown-manager
 // sidecars, whether a preStop is drainguard's drain, and the status annotation, decided exactly as the

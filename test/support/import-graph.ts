@@ -58,16 +58,31 @@ export function importGraph(root: string): ImportGraph {
   return graph;
 }
 
+/** The graph with the files grouped into nodes by `nodeOf`; arrows inside one node are left out. */
+function groupedGraph(graph: ImportGraph, nodeOf: (file: string) => string): Map<string, Set<string>> {
+  const nodes = new Map<string, Set<string>>();
+  for (const [file, targets] of graph.imports) {
+    const from = nodeOf(file);
+    const arrows = nodes.get(from) ?? new Set<string>();
+    for (const target of targets) if (nodeOf(target) !== from) arrows.add(nodeOf(target));
+    nodes.set(from, arrows);
+  }
+  return nodes;
+}
+
 /** The graph with each directory as one node: `a/b.ts` importing `c/d.ts` is an arrow `a` → `c`. */
 export function directoryGraph(graph: ImportGraph): Map<string, Set<string>> {
-  const directories = new Map<string, Set<string>>();
-  for (const [file, targets] of graph.imports) {
-    const from = dirname(file);
-    const arrows = directories.get(from) ?? new Set<string>();
-    for (const target of targets) if (dirname(target) !== from) arrows.add(dirname(target));
-    directories.set(from, arrows);
-  }
-  return directories;
+  return groupedGraph(graph, dirname);
+}
+
+/**
+ * The graph with each top-level entry of the root as one node: `mutate/plan/plan.ts` importing
+ * `config/types.ts` is an arrow `mutate` → `config`; a file at the root (`drain-contract.ts`) is a node
+ * of its own. A cycle here ties two of the tree's modules together even when no two of their
+ * directories form one: `config` → `mutate/k8s` and `mutate/plan` → `config` is such a cycle.
+ */
+export function topLevelGraph(graph: ImportGraph): Map<string, Set<string>> {
+  return groupedGraph(graph, (file) => file.split('/')[0] as string);
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
- * The source tree has no import cycle, between files or between directories (a directory is a
- * module: src/config, src/mutate/k8s, src/mutate/plan...). Type-only imports count: a type cycle
- * still ties two modules together. The drain contract's files import only each other, because they
- * are bundled into the drain program as they are.
+ * The source tree has no import cycle: between files, between directories (src/config,
+ * src/mutate/plan...), or between the top-level modules of src/ (src/config and src/mutate as
+ * wholes, whatever their subdirectories). Type-only imports count: a type cycle still ties two
+ * modules together. The drain contract's files import only each other, because they are bundled
+ * into the drain program as they are.
  */
 import { repoPath } from '../support/repo';
-import { arrowCount, directoryGraph, findCycles, importGraph } from '../support/import-graph';
+import { arrowCount, directoryGraph, findCycles, importGraph, topLevelGraph } from '../support/import-graph';
 
 const graph = importGraph(repoPath('src'));
 
@@ -24,6 +25,12 @@ test('no file is part of an import cycle', () => {
 
 test('no directory is part of an import cycle', () => {
   expect(findCycles(directoryGraph(graph))).toEqual([]);
+});
+
+test('no top-level module of src/ is part of an import cycle', () => {
+  const topLevel = topLevelGraph(graph);
+  expect([...topLevel.keys()]).toEqual(expect.arrayContaining(['config', 'mutate', 'drain-contract']));
+  expect(findCycles(topLevel)).toEqual([]);
 });
 
 test('the drain contract imports nothing outside its folder (and nothing from Node), the drain record nothing at all', () => {
@@ -45,6 +52,18 @@ describe('the cycle finder', () => {
 
   test('finds a node that imports itself, and two separate cycles', () => {
     expect(findCycles(graphOf({ a: ['a'], b: ['c'], c: ['b'] }))).toEqual([['a'], ['b', 'c']]);
+  });
+
+  test('the top-level graph joins subdirectories: a cycle through two of them is one between wholes', () => {
+    const files = (arrows: Record<string, string[]>) => ({
+      files: Object.keys(arrows),
+      imports: new Map(Object.entries(arrows).map(([from, to]) => [from, new Set(to)])),
+      specifiers: new Map(),
+      unresolved: [],
+    });
+    const layout = files({ 'config/load.ts': ['mutate/k8s/quantity.ts'], 'mutate/k8s/quantity.ts': [], 'mutate/plan/plan.ts': ['config/types.ts'], 'config/types.ts': [] });
+    expect(findCycles(directoryGraph(layout))).toEqual([]);
+    expect(findCycles(topLevelGraph(layout))).toEqual([['config', 'mutate']]);
   });
 
   test('finds none in a diamond', () => {

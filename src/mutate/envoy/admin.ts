@@ -19,7 +19,7 @@
  * read-only admin proxy listener, where the drain's POSTs do not exist.
  */
 import { readAdminAddress, type AdminAddress } from '../../drain-contract';
-import type { Container, Pod } from '../k8s';
+import type { Container, Pod } from '../../k8s';
 import { bootstrapAdmin, loopbackAddressFor } from './args';
 import type { SidecarRef } from './detect';
 import { drainguardHookAdmin } from './hooks';

@@ -5,7 +5,7 @@
  * elements. `--flag=value` is accepted too.
  */
 import { parse as parseYaml } from 'yaml';
-import type { Container } from '../k8s';
+import type { Container } from '../../k8s';
 
 /** `--flag value` (or `-f value`) in one element: TCLAP splits it at the first whitespace. */
 const SPACED_FLAG = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/;

@@ -3,7 +3,7 @@
  */
 import type { Config } from '../../config/types';
 import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../../drain-contract';
-import type { Container, LifecycleHandler, Pod } from '../k8s';
+import type { Container, LifecycleHandler, Pod } from '../../k8s';
 
 /** plan/annotations.ts names it too; envoy/ is read before plan/ and imports nothing from it. */
 const ENVOY_CONTAINER_ANNOTATION = 'drainguard.io/envoy-container';

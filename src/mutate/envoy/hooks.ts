@@ -3,7 +3,7 @@
  * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
  */
 import { parseDrainArguments, type DrainArguments } from '../../drain-contract';
-import type { LifecycleHandler } from '../k8s';
+import type { LifecycleHandler } from '../../k8s';
 import { basename, isDrainguardHook, type SidecarRef } from './detect';
 
 // Which hook is drainguard's drain is also what makes a container Envoy on a later pass (detect.ts).

@@ -4,10 +4,10 @@
  * when it is a plain disk emptyDir; otherwise a dedicated emptyDir mounted read-only into Envoy.
  */
 import type { Config } from '../../config/types';
-import type { Container, Pod, Volume } from '../k8s';
+import type { Container, Pod, Volume } from '../../k8s';
 import { PROGRAM_NAME } from '../../drain-contract';
 import { configPath } from './args';
-import { compareExact, parseQuantity, type ExactQuantity } from '../k8s/quantity';
+import { compareExact, parseQuantity, type ExactQuantity } from '../../k8s/quantity';
 
 export interface InstallMount {
   volumeName: string;

@@ -2,7 +2,7 @@
  * Ports of the Envoy container that the drain must ignore: health-check and metrics traffic keeps
  * arriving during a drain (kubelet probes, Prometheus) and would otherwise hold the drain open.
  */
-import type { Container, IntOrString, Pod, Probe } from '../k8s';
+import type { Container, IntOrString, Pod, Probe } from '../../k8s';
 
 /** A probe or hook port: a number, or the name of one of the container's ports. */
 export function resolvePort(port: IntOrString | undefined, container: Container): number | undefined {

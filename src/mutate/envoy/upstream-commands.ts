@@ -7,7 +7,7 @@
  * Both binaries parse flags the Go way (kingpin for Contour, cobra for Envoy Gateway): `--name=value`
  * or `--name value` in two arguments; a flag and its value never share one argument.
  */
-import type { Container, Pod } from '../k8s';
+import type { Container, Pod } from '../../k8s';
 import { basename, type SidecarRef } from './detect';
 
 export type UpstreamProgram = 'contour' | 'envoy-gateway';

@@ -9,7 +9,7 @@
  * from flags that only some releases render. A default that differs between the releases the pod may
  * run is not guessed: the configured value applies, with a warning naming the annotation to set.
  */
-import type { Container, Pod } from '../k8s';
+import type { Container, Pod } from '../../k8s';
 import { flagValue } from './args';
 import { basename, imageName } from './detect';
 import type { CarriedSetting, CarriedValue } from './sidecar-drain';

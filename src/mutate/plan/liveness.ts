@@ -12,7 +12,7 @@
  */
 import type { Config } from '../../config/types';
 import type { ResolvedAdmin } from '../envoy/admin';
-import type { Container, HTTPGetAction, Probe } from '../k8s';
+import type { Container, HTTPGetAction, Probe } from '../../k8s';
 
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;

@@ -12,7 +12,7 @@ import { componentDefaults, type ComponentRelease, type UndeterminedDefault } fr
 import { contourBootstrapCommands, shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
 import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
 import { contourListeners, ENVOY_GATEWAY_LISTENERS, excludedListeners, listenerExclusionPattern, listenerExclusionPort, type ExcludedListener, type ShapeListener } from '../envoy/ports';
-import type { Container, Pod } from '../k8s';
+import type { Container, Pod } from '../../k8s';
 import type { PathSegment } from '../patch/builder';
 import type { Overrides } from './annotations';
 import { desiredProbes, type DesiredProbes } from './liveness';

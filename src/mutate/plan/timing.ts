@@ -13,7 +13,7 @@
 import type { Config, DrainConfig } from '../../config/types';
 import { MAX_DEADLINE_SECONDS, type DrainArguments } from '../../drain-contract';
 import type { CarriedSetting, CarriedValue } from '../envoy/sidecar-drain';
-import type { Pod } from '../k8s';
+import type { Pod } from '../../k8s';
 import { Annotations, type Overrides } from './annotations';
 
 /** What Kubernetes uses when terminationGracePeriodSeconds is unset. */

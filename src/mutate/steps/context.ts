@@ -1,5 +1,5 @@
 /** What every step receives, and what a step can have done. */
-import type { Container } from '../k8s';
+import type { Container } from '../../k8s';
 import type { PatchBuilder } from '../patch/builder';
 import type { Plan } from '../plan/plan';
 

@@ -2,7 +2,7 @@
  * Changes to the Envoy container itself, besides its requests: the liveness and startup probes and
  * the preStop hook (docs/design.md, "The liveness probe" and "The preStop hook and its arguments").
  */
-import type { LifecycleHandler } from '../k8s';
+import type { LifecycleHandler } from '../../k8s';
 import { jsonEqual } from '../patch/json';
 import { currentEnvoy, type StepContext } from './context';
 

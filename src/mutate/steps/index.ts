@@ -4,7 +4,7 @@
  * and is recorded as an action when it added an operation. What each change is and why:
  * docs/pod-changes.md and docs/design.md, "What the webhook changes, and why".
  */
-import type { Pod } from '../k8s';
+import type { Pod } from '../../k8s';
 import { PatchBuilder } from '../patch/builder';
 import type { Plan } from '../plan/plan';
 import type { MutationAction, StepContext } from './context';

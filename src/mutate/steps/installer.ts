@@ -5,7 +5,7 @@
  */
 import type { Config } from '../../config/types';
 import { installDirectory, normalizeMountPath, type InstallMount } from '../envoy/install-target';
-import type { Container, Pod, SecurityContext, VolumeMount } from '../k8s';
+import type { Container, Pod, SecurityContext, VolumeMount } from '../../k8s';
 import { jsonEqual } from '../patch/json';
 import { currentEnvoy, type StepContext } from './context';
 

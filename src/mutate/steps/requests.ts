@@ -5,8 +5,8 @@
  */
 import type { ResourceRequests } from '../../config/types';
 import { sidecarPath } from '../envoy/detect';
-import type { Container, Quantity } from '../k8s';
-import { compareExact, compareQuantities, parseQuantity, subtractExact } from '../k8s/quantity';
+import type { Container, Quantity } from '../../k8s';
+import { compareExact, compareQuantities, parseQuantity, subtractExact } from '../../k8s/quantity';
 import type { PatchBuilder, PathSegment } from '../patch/builder';
 import { currentEnvoy, type StepContext } from './context';
 

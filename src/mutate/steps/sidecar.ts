@@ -5,7 +5,7 @@
  * always stay: Envoy still uses the admin socket directory.
  */
 import { sidecarPath } from '../envoy/detect';
-import type { Lifecycle } from '../k8s';
+import type { Lifecycle } from '../../k8s';
 import type { StepContext } from './context';
 
 export function applyDisarm(context: StepContext): void {

@@ -2,7 +2,7 @@
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
 import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
-import { compareQuantities } from '../../../src/mutate/k8s/quantity';
+import { compareQuantities } from '../../../src/k8s/quantity';
 import { applyIndependently, container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
 
 const CONTOUR_FIXTURES = ['contour-main.yaml', 'contour-v1.23.0.yaml', 'contour-v1.33.6.yaml'];
