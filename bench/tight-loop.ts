@@ -10,9 +10,9 @@ import { defaultConfig } from '../src/config';
 import { mutate, type Pod } from '../src/mutate';
 // The one place the bench reaches inside the core: the verification is not exported on its own, and
 // it is timed on what mutate() gives it, the builder's draft (which shares untouched nodes with the pod).
-import { findEnvoy } from '../src/mutate/envoy/detect';
+import { readFacts } from '../src/mutate/facts';
+import { parsePod } from '../src/mutate/parse';
 import { verifyPatch } from '../src/mutate/patch/verify';
-import { readOverrides } from '../src/mutate/plan/annotations';
 import { makePlan } from '../src/mutate/plan/plan';
 import { applySteps } from '../src/mutate/steps';
 import { contourPod, inflatedPod } from '../test/support/generators/pods';
@@ -64,10 +64,10 @@ export function benchTightLoop(progress: (line: string) => void, quick: boolean)
   const review = JSON.parse(body) as unknown;
   const { patch } = mutated(pod, 'contour');
   // The builder's draft, as mutate() passes it to the verification: the input with the patch applied.
-  const { overrides } = readOverrides(pod.metadata?.annotations ?? {});
-  const envoy = findEnvoy(pod, config, undefined);
-  if (!envoy.found) throw new Error('benchmark pod contour has no Envoy');
-  const expected = applySteps(pod, makePlan(pod, config, overrides, envoy.index, envoy.evidence)).builder.draft;
+  const parsed = parsePod(pod);
+  const facts = parsed.kind === 'parsed' ? readFacts(parsed, config) : undefined;
+  if (facts?.kind !== 'envoy') throw new Error('benchmark pod contour has no Envoy');
+  const expected = applySteps(pod, makePlan(facts, config)).builder.draft;
 
   progress('tight loop: JSON.parse of the review');
   const jsonParse = timeCalls(() => JSON.parse(body), iterations);

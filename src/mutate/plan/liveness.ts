@@ -11,8 +11,9 @@
  * slow control plane delivers it.
  */
 import type { Config } from '../../config/types';
-import type { ResolvedAdmin } from '../envoy/admin';
-import type { Container, HTTPGetAction, Probe } from '../../k8s';
+import type { HTTPGetAction, Probe } from '../../k8s';
+import type { EnvoyContainer } from '../facts';
+import type { ResolvedAdmin } from './admin';
 
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;
@@ -33,8 +34,8 @@ export function probeBudgetSeconds(probe: Probe): number {
  */
 export type DesiredProbes = { liveness: Probe; startup: Probe; addStartup: boolean } | { skipped: string };
 
-function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | string {
-  const readiness = envoy.readinessProbe?.httpGet;
+function probeTarget(envoy: EnvoyContainer, admin: ResolvedAdmin): HTTPGetAction | string {
+  const readiness = envoy.readinessHttpGet;
   if (readiness !== undefined) {
     const target: HTTPGetAction = { port: readiness.port };
     if (readiness.path !== undefined) target.path = readiness.path;
@@ -56,7 +57,7 @@ function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | st
   return { path: '/ready', port: admin.address.port };
 }
 
-export function desiredProbes(envoy: Container, admin: ResolvedAdmin, config: Config): DesiredProbes {
+export function desiredProbes(envoy: EnvoyContainer, admin: ResolvedAdmin, config: Config): DesiredProbes {
   const target = probeTarget(envoy, admin);
   if (typeof target === 'string') return { skipped: target };
   const { periodSeconds, timeoutSeconds, failureThreshold, startupFailureThreshold, terminationGracePeriodSeconds } = config.liveness;

@@ -4,20 +4,31 @@
  */
 import type { Config, SidecarMode } from '../../config/types';
 import { drainCommand, terminationMessagePathProblem } from '../../drain-contract';
-import { guessedAdminWarning, hasAdminSocketVolume, isContourPod, resolveAdminAddress, type ResolvedAdmin } from '../envoy/admin';
-import { findShutdownManagers, type SidecarRef } from '../envoy/detect';
-import { classifyPreStop, describeHandler, drainguardHookSettings, isDrainguardHook, type PreStopKind } from '../envoy/hooks';
-import { readSidecarDrainSettings, type CarriedSetting, type DroppedFlag } from '../envoy/sidecar-drain';
-import { componentDefaults, type ComponentRelease, type UndeterminedDefault } from '../envoy/upstream-defaults';
-import { contourBootstrapCommands, shutdownCommands, type UpstreamCommand } from '../envoy/upstream-commands';
-import { findInstallTarget, installedProgramPath, type InstallTarget } from '../envoy/install-target';
-import { contourListeners, ENVOY_GATEWAY_LISTENERS, excludedListeners, listenerExclusionPattern, listenerExclusionPort, type ExcludedListener, type ShapeListener } from '../envoy/ports';
-import type { Container, Pod } from '../../k8s';
+import type { CarriedSetting, EnvoyContainer, EnvoyPod, Sidecar, UndeterminedDefault } from '../facts';
 import type { PathSegment } from '../patch/builder';
-import type { Overrides } from './annotations';
+import type { Overrides, StatusRecord } from '../parse';
+import { adminAddress, guessedAdminWarning, type ResolvedAdmin } from './admin';
+import { carriedSettings, type DroppedFlag } from './carried';
+import { installedProgramPath, installTarget, type InstallTarget } from './install';
+import { contourListeners, ENVOY_GATEWAY_LISTENERS, excludedListeners, listenerExclusionPattern, listenerExclusionPort, type ExcludedListener, type ShapeListener } from './listeners';
 import { desiredProbes, type DesiredProbes } from './liveness';
-import { readStatus, type StatusRecord } from './status';
 import { drainTiming, gracePeriod, type DrainTiming, type GracePeriod } from './timing';
+import type { ComponentRelease } from '../facts';
+
+export type PreStopKind =
+  /** No preStop at all. */
+  | 'none'
+  /** drainguard's own exec hook (a previous run). */
+  | 'drainguard'
+  /** A shutdown-manager handshake or a stand-in for one: replaced. */
+  | 'shutdown-manager'
+  /** Something else: kept, and the drain is not installed. */
+  | 'user'
+  /**
+   * Something else that replaced drainguard's drain after it was installed (the status annotation
+   * records the preStop): a later webhook's doing on re-invocation. Replaced back, with a warning.
+   */
+  | 'replaced-drain';
 
 /** Where the drain program is installed and the preStop command that runs it. */
 export interface PlannedDrain {
@@ -32,7 +43,7 @@ export interface Plan {
   /** What shows that this container is Envoy (`--explain`). */
   readonly envoyEvidence: string;
   readonly envoyPath: readonly PathSegment[];
-  readonly sidecars: readonly SidecarRef[];
+  readonly sidecars: readonly Sidecar[];
   readonly sidecarMode: SidecarMode;
   readonly grace: GracePeriod;
   readonly timing: DrainTiming;
@@ -65,38 +76,37 @@ const RECORDED = 'installed earlier (drainguard.io/status)';
  * What a later change undid of drainguard's earlier pass, as the status annotation records it; the
  * steps restore each (docs/design.md, "The status annotation and re-invocation").
  */
-function changesUndoneSinceLastPass(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], mode: SidecarMode, status: StatusRecord | undefined, config: Config): string[] {
+function changesUndoneSinceLastPass(pod: EnvoyPod, mode: SidecarMode, config: Config): string[] {
+  const { status, envoy } = pod;
   if (status === undefined) return [];
   const found: string[] = [];
-  const preStop = envoy.lifecycle?.preStop;
-  if (status.actions.includes('prestop') && !isDrainguardHook(preStop)) {
+  const { preStop } = envoy;
+  if (status.actions.includes('prestop') && preStop.kind !== 'drainguard') {
     found.push(
-      preStop === undefined
+      preStop.kind === 'none'
         ? `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, is gone; restored`
-        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${describeHandler(preStop)} (a later webhook?); restored`,
+        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${preStop.description} (a later webhook?); restored`,
     );
   }
   const installer = config.installer.containerName;
-  if (status.actions.includes('installer') && !(pod.spec.initContainers ?? []).some((c) => c.name === installer)) {
+  if (status.actions.includes('installer') && !pod.initContainerNames.has(installer)) {
     found.push(`init container ${installer}, ${RECORDED}, is gone; added again`);
   }
   if (status.actions.includes('sidecar-removed') && mode === 'remove') {
-    for (const { container } of sidecars) {
-      found.push(`container ${container.name}: the shutdown-manager came back after drainguard removed it (drainguard.io/status); removed again`);
+    for (const sidecar of pod.sidecars) {
+      found.push(`container ${sidecar.name}: the shutdown-manager came back after drainguard removed it (drainguard.io/status); removed again`);
     }
   }
   return found;
 }
 
 /** Sidecar preStops that go with the drain's installation although no drain setting could be read from them. */
-function unreadableSidecarHooks(sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): string[] {
+function unreadableSidecarHooks(sidecars: readonly Sidecar[]): string[] {
   const found: string[] = [];
-  const read = new Set(commands.filter((command) => command.place === 'preStop').map((command) => command.containerName));
-  for (const { container } of sidecars) {
-    const hook = container.lifecycle?.preStop;
-    if (hook === undefined || read.has(container.name)) continue;
+  for (const sidecar of sidecars) {
+    if (sidecar.unreadPreStop === undefined) continue;
     found.push(
-      `container ${container.name}: its preStop (${describeHandler(hook)}) goes with the sidecar and is not a command drainguard ` +
+      `container ${sidecar.name}: its preStop (${sidecar.unreadPreStop}) goes with the sidecar and is not a command drainguard ` +
         "can read drain settings from; drainguard's configured defaults apply",
     );
   }
@@ -111,7 +121,7 @@ export const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
  * (docs/envoy-shutdown.md, "The drain record"). A path the drain contract refuses is not written: the
  * drain runs without a record rather than not at all.
  */
-function drainRecordPath(envoy: Container): { path?: string; warning?: string } {
+function drainRecordPath(envoy: EnvoyContainer): { path?: string; warning?: string } {
   // Empty is what the API server defaults, as it does a missing one.
   const path = envoy.terminationMessagePath || DEFAULT_TERMINATION_MESSAGE_PATH;
   const problem = terminationMessagePathProblem(path);
@@ -151,53 +161,48 @@ function decidedAhead(setting: CarriedSetting, overrides: Overrides, previousHoo
 }
 
 /** The non-traffic listeners of the project whose pod this is (docs/upstream-shapes.md). */
-function shapeListeners(pod: Pod, envoy: Container, sidecars: readonly SidecarRef[], commands: readonly UpstreamCommand[]): ShapeListener[] {
-  if (isContourPod(sidecars, commands, contourBootstrapCommands(pod))) return contourListeners(hasAdminSocketVolume(pod, envoy));
-  if (sidecars.some((sidecar) => sidecar.flavor === 'envoy-gateway')) return [...ENVOY_GATEWAY_LISTENERS];
+function shapeListeners(pod: EnvoyPod): ShapeListener[] {
+  if (pod.contourShape) return contourListeners(pod.envoy.adminSocketVolume);
+  if (pod.envoyGatewaySidecar) return [...ENVOY_GATEWAY_LISTENERS];
   return [];
 }
 
-export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIndex: number, envoyEvidence: string): Plan {
-  const envoy = pod.spec.containers[envoyIndex] as Container;
+export function makePlan(pod: EnvoyPod, config: Config): Plan {
+  const { envoy, sidecars, status } = pod;
+  const overrides = pod.annotations.overrides;
   const warnings: string[] = [];
-  const sidecars = findShutdownManagers(pod, config, envoyIndex);
   const sidecarMode = overrides.sidecarMode ?? config.sidecarMode;
-  const grace = gracePeriod(pod, config);
-  const preStop = envoy.lifecycle?.preStop;
-  const status = readStatus(pod);
-  const installTarget = findInstallTarget(pod, envoy, config);
+  const grace = gracePeriod(pod.gracePeriodSeconds, config);
+  const target = installTarget(pod, config);
   // drainguard installed its drain here before: whatever took its place since is a later change to undo.
   const drainWasInstalled = status?.actions.includes('prestop') === true;
-  const classified = classifyPreStop(preStop, sidecars);
+  const classified = envoy.preStop.kind;
   const preStopKind: PreStopKind = classified === 'user' && drainWasInstalled ? 'replaced-drain' : classified;
   let drainBlocked: string | undefined;
-  if (preStopKind === 'user' && preStop !== undefined) {
+  if (preStopKind === 'user' && envoy.preStop.kind === 'user') {
     drainBlocked =
-      `container ${envoy.name}: its preStop hook (${describeHandler(preStop)}) is not a recognised shutdown-manager hook and is kept ` +
+      `container ${envoy.name}: its preStop hook (${envoy.preStop.description}) is not a recognised shutdown-manager hook and is kept ` +
       '(remove it from the pod template for drainguard to drain Envoy)';
-  } else if (installTarget.kind === 'impossible') {
-    drainBlocked = installTarget.reason;
+  } else if (target.kind === 'impossible') {
+    drainBlocked = target.reason;
   }
 
   // The sidecar's drain flags stop applying with its preStop (and, in remove mode, with the sidecar):
   // carried over into the drain, or reported. What it gives no flag for is its release's default.
-  const commands = shutdownCommands(envoy, sidecars);
-  const replaced = (command: UpstreamCommand) => command.place === 'preStop' || sidecarMode === 'remove';
-  const carried = readSidecarDrainSettings(commands, replaced);
-  const previousHook = drainguardHookSettings(preStop);
+  const carried = carriedSettings(pod.shutdownCommands, sidecarMode);
+  const previousHook = envoy.preStop.kind === 'drainguard' ? envoy.preStop.reading : undefined;
   const previous = previousHook !== undefined && 'settings' in previousHook ? previousHook.settings : undefined;
-  const defaults = componentDefaults(pod, envoy, commands.filter(replaced), new Set(Object.keys(carried.values) as CarriedSetting[]));
-  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: { ...defaults.values, ...carried.values } }, config);
+  const timing = drainTiming(grace.effectiveSeconds, { overrides, previous, sidecar: carried.values }, config);
   for (const warning of timing.warnings) warnings.push(warning);
-  const { admin, warnings: adminWarnings } = resolveAdminAddress(pod, envoy, sidecars, commands, overrides.adminAddress);
+  const { admin, warnings: adminWarnings } = adminAddress(pod);
   for (const warning of adminWarnings) warnings.push(warning);
   if (drainBlocked === undefined) {
-    for (const warning of changesUndoneSinceLastPass(pod, envoy, sidecars, sidecarMode, status, config)) warnings.push(warning);
+    for (const warning of changesUndoneSinceLastPass(pod, sidecarMode, config)) warnings.push(warning);
     for (const warning of carried.warnings) warnings.push(warning);
-    for (const undetermined of defaults.undetermined) {
+    for (const undetermined of carried.undetermined) {
       if (!decidedAhead(undetermined.setting, overrides, previous !== undefined)) warnings.push(undeterminedWarning(undetermined));
     }
-    for (const warning of unreadableSidecarHooks(sidecars, commands)) warnings.push(warning);
+    for (const warning of unreadableSidecarHooks(sidecars)) warnings.push(warning);
     if (previousHook !== undefined && 'unreadable' in previousHook) {
       warnings.push(`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${previousHook.unreadable}); it is planned afresh`);
     }
@@ -208,18 +213,18 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   // sidecar) may be gone or changed since, and the hook must come out the same.
   const shape =
     previous === undefined
-      ? shapeListeners(pod, envoy, sidecars, commands)
+      ? shapeListeners(pod)
       : previous.excludeListeners.flatMap((pattern) => {
           const port = listenerExclusionPort(pattern);
           return port === undefined ? [] : [{ port, reason: "drainguard's own preStop from an earlier run" }];
         });
-  const excluded = excludedListeners(pod, envoy, shape, admin.address.kind === 'tcp' ? admin.address.port : undefined);
+  const excluded = excludedListeners(envoy.nonTrafficPorts, shape, admin.address.kind === 'tcp' ? admin.address.port : undefined);
   const drain: PlannedDrain | undefined =
-    drainBlocked !== undefined || installTarget.kind === 'impossible'
+    drainBlocked !== undefined || target.kind === 'impossible'
       ? undefined
       : {
-          target: installTarget,
-          command: drainCommand(installedProgramPath(installTarget.mount, config), {
+          target,
+          command: drainCommand(installedProgramPath(target.mount, config), {
             admin: admin.address,
             deadlineMs: timing.deadlineSeconds * 1000,
             drainDelayMs: timing.drainDelaySeconds * 1000,
@@ -233,14 +238,14 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
   if (drain !== undefined && recordPath.warning !== undefined) warnings.push(recordPath.warning);
 
   // A guessed address matters only to a drain that uses it.
-  if (drain !== undefined && admin.guessed) warnings.push(guessedAdminWarning(envoy, admin));
+  if (drain !== undefined && admin.guessed) warnings.push(guessedAdminWarning(envoy.name, admin));
 
   return {
     config,
     overrides,
-    envoyIndex,
-    envoyEvidence,
-    envoyPath: ['spec', 'containers', envoyIndex],
+    envoyIndex: envoy.index,
+    envoyEvidence: envoy.evidence,
+    envoyPath: ['spec', 'containers', envoy.index],
     sidecars,
     sidecarMode,
     grace,
@@ -251,7 +256,7 @@ export function makePlan(pod: Pod, config: Config, overrides: Overrides, envoyIn
     probes: desiredProbes(envoy, admin, config),
     excludedListeners: excluded,
     droppedFlags: carried.dropped,
-    replaces: defaults.releases,
+    replaces: carried.releases,
     drain,
     drainBlocked,
     warnings,

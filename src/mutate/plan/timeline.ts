@@ -1,5 +1,5 @@
 /** The shutdown plan as `inject --explain` and logs show it, read from the plan and the resulting Envoy. */
-import type { AdminAddressSource } from '../envoy/admin';
+import type { AdminAddressSource } from './admin';
 import type { Container, Probe } from '../../k8s';
 import { jsonEqual } from '../patch/json';
 import { probeBudgetSeconds } from './liveness';

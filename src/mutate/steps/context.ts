@@ -27,3 +27,8 @@ export interface StepContext extends Plan {
 export function currentEnvoy(context: StepContext): Container {
   return context.builder.read(context.envoyPath) as Container;
 }
+
+/** Where a sidecar is in the pod, as a patch path. */
+export function sidecarPath(sidecar: { list: 'containers' | 'initContainers'; index: number }): ['spec', 'containers' | 'initContainers', number] {
+  return ['spec', sidecar.list, sidecar.index];
+}

@@ -4,7 +4,8 @@
  * no capabilities. It runs as Envoy's user so the files it leaves are Envoy's to execute.
  */
 import type { Config } from '../../config/types';
-import { installDirectory, normalizeMountPath, type InstallMount } from '../envoy/install-target';
+import { normalizeMountPath, type InstallMount } from '../facts';
+import { installDirectory } from '../plan/install';
 import type { Container, Pod, SecurityContext, VolumeMount } from '../../k8s';
 import { jsonEqual } from '../patch/json';
 import { currentEnvoy, type StepContext } from './context';

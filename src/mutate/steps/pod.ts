@@ -4,7 +4,7 @@
  */
 import { VERSION } from '../../version';
 import type { PatchBuilder } from '../patch/builder';
-import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../plan/annotations';
+import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../parse';
 import type { MutationAction, StepContext } from './context';
 
 /** `existing` (a comma-separated list) with `names` added: each name once, in first-seen order. */

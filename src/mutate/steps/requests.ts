@@ -4,11 +4,10 @@
  * memory are filled separately. (The installer gets its requests with the rest of its container.)
  */
 import type { ResourceRequests } from '../../config/types';
-import { sidecarPath } from '../envoy/detect';
 import type { Container, Quantity } from '../../k8s';
 import { compareExact, compareQuantities, parseQuantity, subtractExact } from '../../k8s/quantity';
 import type { PatchBuilder, PathSegment } from '../patch/builder';
-import { currentEnvoy, type StepContext } from './context';
+import { currentEnvoy, sidecarPath, type StepContext } from './context';
 
 const RESOURCES: readonly (keyof ResourceRequests)[] = ['cpu', 'memory'];
 

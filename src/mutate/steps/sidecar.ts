@@ -4,9 +4,8 @@
  * drain-on-restart preStop, its liveness probe and its unauthenticated port go with it. Volumes
  * always stay: Envoy still uses the admin socket directory.
  */
-import { sidecarPath } from '../envoy/detect';
 import type { Lifecycle } from '../../k8s';
-import type { StepContext } from './context';
+import { sidecarPath, type StepContext } from './context';
 
 export function applyDisarm(context: StepContext): void {
   if (context.drain === undefined || context.sidecarMode !== 'disarm') return;

@@ -1,7 +1,7 @@
 /** What drainguard does to each upstream Contour DaemonSet's pod template, at the mutate level. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/parse';
 import { compareQuantities } from '../../../src/k8s/quantity';
 import { applyIndependently, container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
 

@@ -1,7 +1,7 @@
 import { defaultConfig } from '../../../src/config';
 import type { Pod } from '../../../src/mutate';
-import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage, lookedFor } from '../../../src/mutate/envoy/detect';
-import { bootstrapAdmin, configPath, envoyTokens } from '../../../src/mutate/envoy/args';
+import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage, lookedFor } from '../../../src/mutate/facts';
+import { bootstrapAdmin, configPath, envoyTokens } from '../../../src/mutate/facts/envoy-args';
 
 describe('image repository', () => {
   test.each([

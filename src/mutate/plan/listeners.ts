@@ -1,25 +1,8 @@
 /**
- * Ports of the Envoy container that the drain must ignore: health-check and metrics traffic keeps
- * arriving during a drain (kubelet probes, Prometheus) and would otherwise hold the drain open.
+ * The listeners the drain does not count: what the pod shows of Envoy's non-traffic ports, and the
+ * non-traffic listeners of the project whose pod it is (docs/upstream-shapes.md).
  */
-import type { Container, IntOrString, Pod, Probe } from '../../k8s';
-
-/** A probe or hook port: a number, or the name of one of the container's ports. */
-export function resolvePort(port: IntOrString | undefined, container: Container): number | undefined {
-  if (typeof port === 'number') return Number.isInteger(port) && port > 0 && port <= 65535 ? port : undefined;
-  if (typeof port !== 'string') return undefined;
-  if (/^[0-9]+$/.test(port)) return resolvePort(Number(port), container);
-  return container.ports?.find((p) => p.name === port)?.containerPort;
-}
-
-export function probePort(probe: Probe | undefined, container: Container): number | undefined {
-  if (probe === undefined) return undefined;
-  return resolvePort(probe.httpGet?.port ?? probe.tcpSocket?.port ?? probe.grpc?.port, container);
-}
-
-const METRICS_PORT_NAME = /metrics|stats/i;
-/** The scrape port a pod announces to Prometheus: a stats listener of Envoy's, never traffic. */
-const PROMETHEUS_PORT_ANNOTATION = 'prometheus.io/port';
+import type { PortHint } from '../facts';
 
 /** A listener the drain does not count, and every reason it is not traffic. */
 export interface ExcludedListener {
@@ -59,7 +42,7 @@ export const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
  * listeners (`shape`). The admin port is left out: the drain program ignores the admin listener anyway,
  * and leaving it out keeps the hook identical when drainguard's own liveness probe targets it.
  */
-export function excludedListeners(pod: Pod, envoy: Container, shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
+export function excludedListeners(hints: readonly PortHint[], shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
   const found = new Map<number, string[]>();
   const note = (port: number | undefined, reason: string) => {
     if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535 || port === adminPort) return;
@@ -67,13 +50,7 @@ export function excludedListeners(pod: Pod, envoy: Container, shape: readonly Sh
     if (reasons === undefined) found.set(port, [reason]);
     else if (!reasons.includes(reason)) reasons.push(reason);
   };
-  note(probePort(envoy.readinessProbe, envoy), "Envoy's readiness probe");
-  note(probePort(envoy.livenessProbe, envoy), "Envoy's liveness probe");
-  for (const port of envoy.ports ?? []) {
-    if (port.name !== undefined && METRICS_PORT_NAME.test(port.name)) note(port.containerPort, `Envoy's port ${port.name}`);
-  }
-  const scrape = pod.metadata?.annotations?.[PROMETHEUS_PORT_ANNOTATION];
-  if (typeof scrape === 'string' && /^[0-9]{1,5}$/.test(scrape)) note(Number(scrape), `the pod's ${PROMETHEUS_PORT_ANNOTATION} annotation`);
+  for (const hint of hints) note(hint.port, hint.reason);
   for (const listener of shape) note(listener.port, listener.reason);
   return [...found].map(([port, reasons]) => ({ port, reasons })).sort((a, b) => a.port - b.port);
 }

@@ -1,0 +1,91 @@
+/**
+ * The drain settings a user gave the upstream shutdown-manager, carried over into drainguard's drain
+ * (docs/pod-changes.md, "Drain settings"), and its component's defaults where the pod gives no flag.
+ * Each flag of the replaced commands either maps to a drain setting, names the admin address (admin.ts),
+ * or has no drainguard equivalent and is reported.
+ *
+ * A flag whose loss changes nothing (the file handshake's and the sidecar server's) is listed for
+ * `--explain` only; a flag drainguard cannot keep is a warning. A default that differs between the
+ * releases the pod may run is not guessed: it is reported as undetermined.
+ */
+import type { SidecarMode } from '../../config/types';
+import type { CarriedSetting, CarriedValue, ComponentRelease, ShutdownCommandFacts, UndeterminedDefault } from '../facts';
+
+/** A flag that goes with the sidecar and whose loss changes nothing: `--explain` lists it. */
+export interface DroppedFlag {
+  container: string;
+  flag: string;
+  reason: string;
+}
+
+export interface CarriedSettings {
+  /** The settings carried over: flags first, then defaults for what no flag gives. */
+  values: Partial<Record<CarriedSetting, CarriedValue>>;
+  /** Conversions, conflicts and flags drainguard cannot keep: every one reported. */
+  warnings: string[];
+  /** Flags whose loss changes nothing. */
+  dropped: DroppedFlag[];
+  /** Defaults that cannot be told, for settings no flag gives. */
+  undetermined: UndeterminedDefault[];
+  /** The replaced components whose defaults were read, and their releases. */
+  releases: ComponentRelease[];
+}
+
+/**
+ * The commands whose flags stop applying when the drain goes in: every preStop (Envoy's own, the
+ * sidecar's), and in remove mode the sidecar's command line too. A disarmed sidecar keeps running its
+ * command line, so those flags still apply there.
+ */
+export function replacedCommands(commands: readonly ShutdownCommandFacts[], mode: SidecarMode): ShutdownCommandFacts[] {
+  return commands.filter((command) => command.place === 'preStop' || mode === 'remove');
+}
+
+function flagValues(replaced: readonly ShutdownCommandFacts[], values: CarriedSettings['values'], warnings: string[]): DroppedFlag[] {
+  const unknown = new Set<string>();
+  const noEffect = new Map<string, DroppedFlag>();
+  for (const command of replaced) {
+    const countsFromStart = command.program === 'envoy-gateway';
+    for (const flag of command.flags) {
+      const { meaning } = flag;
+      const from = `${flag.text} of ${command.where}`;
+      // Each flag once per container, even when the sidecar's command line and its preStop both carry it.
+      if (meaning.kind === 'unknown') unknown.add(`container ${command.containerName}: sidecar flag ${flag.text} dropped: not a flag drainguard knows, so it cannot keep what it did`);
+      else if (meaning.kind === 'no-effect') noEffect.set(`${command.containerName} ${flag.text}`, { container: command.containerName, flag: flag.text, reason: meaning.reason });
+      else if (meaning.kind === 'unreadable-setting') warnings.push(`${from}: ${meaning.problem}; ignored`);
+      else if (meaning.kind === 'setting') {
+        const earlier = values[meaning.setting];
+        if (earlier !== undefined) {
+          if (earlier.value !== meaning.value) warnings.push(`${from} disagrees with ${earlier.from}; the first is used`);
+          continue;
+        }
+        if (meaning.adjustments.length > 0) warnings.push(`${from}: ${meaning.adjustments.join(', ')}`);
+        values[meaning.setting] = { value: meaning.value, from, adjustments: meaning.adjustments, origin: 'sidecar-flag', countsFromStart };
+      }
+    }
+  }
+  // One warning per flag: a list in one warning would lose its end to the API server's 256-character cut.
+  for (const warning of unknown) warnings.push(warning);
+  return [...noEffect.values()];
+}
+
+/** The settings the replaced commands give: their flags, then their components' defaults at their releases. */
+export function carriedSettings(commands: readonly ShutdownCommandFacts[], mode: SidecarMode): CarriedSettings {
+  const replaced = replacedCommands(commands, mode);
+  const fromFlags: CarriedSettings['values'] = {};
+  const warnings: string[] = [];
+  const dropped = flagValues(replaced, fromFlags, warnings);
+  const defaults: CarriedSettings['values'] = {};
+  const undetermined: UndeterminedDefault[] = [];
+  const releases: ComponentRelease[] = [];
+  for (const { component } of replaced) {
+    if (component === undefined) continue;
+    if (!releases.some((release) => release.name === component.release.name)) releases.push(component.release);
+    for (const entry of component.defaults) {
+      // A flag given but unreadable is ignored (with a warning): the default stands for it.
+      if (fromFlags[entry.setting] !== undefined || defaults[entry.setting] !== undefined) continue;
+      if ('value' in entry) defaults[entry.setting] = entry.value;
+      else if (!undetermined.some((u) => u.setting === entry.setting)) undetermined.push(entry.undetermined);
+    }
+  }
+  return { values: { ...defaults, ...fromFlags }, warnings, dropped, undetermined, releases };
+}
