@@ -13,7 +13,7 @@ import { mutate, type Pod } from '../src/mutate';
 import { readFacts } from '../src/mutate/facts';
 import { parsePod } from '../src/mutate/parse';
 import { verifyPatch } from '../src/mutate/patch/verify';
-import { makePlan } from '../src/mutate/plan/plan';
+import { planPod } from '../src/mutate/plan';
 import { applySteps } from '../src/mutate/steps';
 import { contourPod, inflatedPod } from '../test/support/generators/pods';
 import { reviewBody } from '../test/support/generators/review';
@@ -65,9 +65,9 @@ export function benchTightLoop(progress: (line: string) => void, quick: boolean)
   const { patch } = mutated(pod, 'contour');
   // The builder's draft, as mutate() passes it to the verification: the input with the patch applied.
   const parsed = parsePod(pod);
-  const facts = parsed.kind === 'parsed' ? readFacts(parsed, config) : undefined;
-  if (facts?.kind !== 'envoy') throw new Error('benchmark pod contour has no Envoy');
-  const expected = applySteps(pod, makePlan(facts, config)).builder.draft;
+  const plan = parsed.kind === 'parsed' ? planPod(readFacts(parsed, config), config) : undefined;
+  if (plan?.kind !== 'protect') throw new Error('benchmark pod contour is not protected');
+  const expected = applySteps(pod, plan).builder.draft;
 
   progress('tight loop: JSON.parse of the review');
   const jsonParse = timeCalls(() => JSON.parse(body), iterations);

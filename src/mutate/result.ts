@@ -3,19 +3,10 @@
  * The types it is made of live with the module that produces them and are re-exported here.
  */
 import type { PatchOperation } from './patch/builder';
-import type { ShutdownTimeline } from './plan/timeline';
-import type { MutationAction } from './steps/context';
+import type { MutationAction, ShutdownTimeline, SkipReason } from './plan';
 
 export type { PatchOperation } from './patch/builder';
-export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ShutdownTimeline } from './plan/timeline';
-export type { MutationAction } from './steps/context';
-
-/**
- * Why a pod was let through untouched (metrics label, log field): no Envoy container, opted out, no
- * containers at all, Envoy run by another supervisor (docs/design.md, "Which pods"), or an Envoy pod
- * whose drain drainguard cannot install, which it leaves whole rather than half protected.
- */
-export type SkipReason = 'not-envoy' | 'opted-out' | 'no-containers' | 'envoy-supervised' | 'drain-not-installed';
+export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, MutationAction, ShutdownTimeline, SkipReason } from './plan';
 
 export type MutationResult =
   | {

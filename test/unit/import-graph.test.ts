@@ -13,7 +13,7 @@ const graph = importGraph(repoPath('src'));
 test('the graph is read: every file of src/ is in it, and every relative import names a file', () => {
   expect(graph.files).toContain('mutate/index.ts');
   expect(graph.files).toContain('shutdown/build/build-executable.mjs');
-  expect(graph.imports.get('mutate/index.ts')).toContain('mutate/plan/plan.ts');
+  expect(graph.imports.get('mutate/index.ts')).toContain('mutate/plan/index.ts');
   expect(graph.imports.get('mutate/result.ts')).toContain('mutate/patch/builder.ts');
   expect(graph.unresolved).toEqual([]);
   expect(arrowCount(graph.imports)).toBeGreaterThan(graph.files.length);
@@ -61,7 +61,7 @@ describe('the cycle finder', () => {
       specifiers: new Map(),
       unresolved: [],
     });
-    const layout = files({ 'config/load.ts': ['mutate/k8s/quantity.ts'], 'mutate/k8s/quantity.ts': [], 'mutate/plan/plan.ts': ['config/types.ts'], 'config/types.ts': [] });
+    const layout = files({ 'config/load.ts': ['mutate/k8s/quantity.ts'], 'mutate/k8s/quantity.ts': [], 'mutate/plan/index.ts': ['config/types.ts'], 'config/types.ts': [] });
     expect(findCycles(directoryGraph(layout))).toEqual([]);
     expect(findCycles(topLevelGraph(layout))).toEqual([['config', 'mutate']]);
   });

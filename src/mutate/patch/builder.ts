@@ -13,7 +13,7 @@
  * the next write; read again after writing.
  */
 import type { Pod } from '../../k8s';
-import { cloneJson, OwnedNodes, shallowCopy, type JsonContainer } from './json';
+import { cloneJson, OwnedNodes, shallowCopy, type JsonContainer } from '../../json';
 
 /** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
 export type PatchOperation =

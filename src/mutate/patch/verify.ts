@@ -14,7 +14,7 @@ import { applyOperation } from 'fast-json-patch';
 import type { Pod } from '../../k8s';
 import { validatePod } from '../../k8s/validate';
 import type { PatchOperation } from './builder';
-import { jsonEqual, OwnedNodes, shallowCopy, type JsonContainer } from './json';
+import { jsonEqual, OwnedNodes, shallowCopy, type JsonContainer } from '../../json';
 
 /**
  * Thrown only when drainguard's own patch fails verification (it does not apply, or the patched pod

@@ -9,6 +9,7 @@
  * releases the pod may run is not guessed: it is reported as undetermined.
  */
 import type { SidecarMode } from '../../config/types';
+import type { Overrides } from '../parse';
 import type { CarriedSetting, CarriedValue, ComponentRelease, ShutdownCommandFacts, UndeterminedDefault } from '../facts';
 
 /** A flag that goes with the sidecar and whose loss changes nothing: `--explain` lists it. */
@@ -88,4 +89,41 @@ export function carriedSettings(commands: readonly ShutdownCommandFacts[], mode:
     }
   }
   return { values: { ...defaults, ...fromFlags }, warnings, dropped, undetermined, releases };
+}
+
+/**
+ * What applies instead of a component default that cannot be told, and the annotation that sets it:
+ * first in the warning, which the API server cuts after 256 characters.
+ */
+const FALLBACKS: Readonly<Record<CarriedSetting, string>> = {
+  drainDelaySeconds: "the drain delay is drainguard's drain.drainDelaySeconds (set drainguard.io/drain-delay to choose)",
+  minDrainSeconds: "the minimum drain is drainguard's drain.minDrainSeconds (set drainguard.io/min-drain to choose)",
+  minConnections: "the connection threshold is drainguard's drain.minConnections (set drainguard.io/min-connections to choose)",
+  pollIntervalSeconds: "the poll interval is drainguard's drain.pollIntervalSeconds",
+  drainTimeoutSeconds: 'the drain deadline follows the grace period alone',
+  readyTimeoutSeconds: 'the drain deadline follows the grace period alone',
+};
+
+function undeterminedWarning(undetermined: UndeterminedDefault): string {
+  return (
+    `container ${undetermined.container}: ${FALLBACKS[undetermined.setting]}: the default of ${undetermined.what} ` +
+    `(${undetermined.history}) depends on the release, and ${undetermined.why}`
+  );
+}
+
+/** Whether a setting is decided before any default: by its annotation, or by drainguard's earlier hook. */
+function decidedAhead(setting: CarriedSetting, overrides: Overrides, previousHook: boolean): boolean {
+  if (previousHook) return true;
+  if (setting === 'drainDelaySeconds') return overrides.drainDelaySeconds !== undefined;
+  if (setting === 'minDrainSeconds') return overrides.minDrainSeconds !== undefined;
+  if (setting === 'minConnections') return overrides.minConnections !== undefined;
+  return false;
+}
+
+/**
+ * The warnings for the defaults that cannot be told, of settings nothing decides ahead of them (their
+ * annotation, or drainguard's earlier hook).
+ */
+export function undeterminedWarnings(carried: CarriedSettings, overrides: Overrides, previousHook: boolean): string[] {
+  return carried.undetermined.filter((undetermined) => !decidedAhead(undetermined.setting, overrides, previousHook)).map(undeterminedWarning);
 }

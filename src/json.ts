@@ -1,5 +1,6 @@
 /**
- * JSON value helpers, written as plain loops because they run over whole pods on every request.
+ * JSON value helpers of the core (src/mutate: the plan compares probes, the patch stage copies and
+ * compares nodes), written as plain loops because they run over whole pods on every request.
  *
  * Not util.isDeepStrictEqual / structuredClone: those carry prototypes across realms (jest's VM
  * sandbox, for one), so a cloned array can fail `instanceof Array` in a library such as rfc6902,
