@@ -8,13 +8,13 @@
 import { decideAdmission } from '../src/admission';
 import { defaultConfig } from '../src/config';
 import { mutate, type Pod } from '../src/mutate';
-// The one place the bench reaches inside the core: the verification is not exported on its own, and
-// it is timed on what mutate() gives it, the builder's draft (which shares untouched nodes with the pod).
+// The one place the bench reaches inside the core, through the stages' faces: the verification is not
+// exported on its own, and it is timed on what mutate() gives it, the builder's draft (which shares
+// untouched nodes with the pod).
 import { readFacts } from '../src/mutate/facts';
 import { parsePod } from '../src/mutate/parse';
-import { verifyPatch } from '../src/mutate/patch/verify';
+import { applySteps, verifyPatch } from '../src/mutate/patch';
 import { planPod } from '../src/mutate/plan';
-import { applySteps } from '../src/mutate/steps';
 import { contourPod, inflatedPod } from '../test/support/generators/pods';
 import { reviewBody } from '../test/support/generators/review';
 import { quantile } from './lib/stats';

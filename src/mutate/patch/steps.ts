@@ -9,7 +9,7 @@ import type { Container, Pod } from '../../k8s';
 import { normalizeMountPath } from '../facts';
 import { jsonEqual } from '../../json';
 import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../parse';
-import { PatchBuilder, type PathSegment } from '../patch/builder';
+import { PatchBuilder, type PathSegment } from './builder';
 import type { MutationAction, Protect, SidecarPlace } from '../plan';
 import { VERSION } from '../../version';
 
