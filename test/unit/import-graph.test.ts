@@ -6,6 +6,7 @@
  * together. The drain contract's files import only each other, because they are bundled into the
  * drain program as they are.
  */
+import { readFileSync } from 'node:fs';
 import { repoPath } from '../support/repo';
 import { arrowCount, directoryGraph, findCycles, importGraph, stageViolations, topLevelGraph } from '../support/import-graph';
 
@@ -42,6 +43,13 @@ test("the core's stages are its only directories, and each imports only the face
   expect([...directories].sort()).toEqual([...CORE_STAGES].sort());
   expect(stageViolations(graph, 'mutate', CORE_STAGES)).toEqual([]);
   expect(graph.imports.get('mutate/index.ts')).toEqual(new Set(['config/types.ts', 'k8s/index.ts', 'k8s/shape.ts', 'k8s/validate.ts', 'mutate/result.ts', ...CORE_STAGES.map((stage) => `mutate/${stage}/index.ts`)]));
+});
+
+test('the plan decides from the facts alone: no file of plan/ names the Pod type', () => {
+  const plan = graph.files.filter((file) => file.startsWith('mutate/plan/'));
+  expect(plan.length).toBeGreaterThan(5);
+  const namingPod = plan.filter((file) => /import[^;]*\bPod\b[^;]*from '\.\.\/\.\.\/k8s'/.test(readFileSync(repoPath('src', file), 'utf8')));
+  expect(namingPod).toEqual([]);
 });
 
 test('the drain contract imports nothing outside its folder (and nothing from Node), the drain record nothing at all', () => {

@@ -163,28 +163,16 @@ function envoyEvidence(pod: Pod, config: Config, container: Container, program: 
   return shape === undefined ? undefined : `has Envoy's name in ${shape}`;
 }
 
-/** Computes `read()` once, on the first call. */
-function once<T>(read: () => T): () => T {
-  let value: T | undefined;
-  let done = false;
-  return () => {
-    if (!done) {
-      value = read();
-      done = true;
-    }
-    return value as T;
-  };
-}
-
 /**
- * The pod's Envoy container. `candidates` are the pod's shutdown-manager candidates
- * (`shutdownManagerCandidates`), read only when a container's name is all that could show Envoy.
+ * The pod's Envoy container. `candidates` gives the pod's shutdown-manager candidates
+ * (`shutdownManagerCandidates`), asked for only when a container's name is all that could show Envoy:
+ * at most once, for the one container with Envoy's configured name.
  */
 export function findEnvoy(
   pod: Pod,
   config: Config,
   overrideName: string | undefined,
-  candidates: () => readonly SidecarRef[] = once(() => shutdownManagerCandidates(pod, config)),
+  candidates: () => readonly SidecarRef[] = () => shutdownManagerCandidates(pod, config),
 ): EnvoyDetection {
   const containers = pod.spec.containers;
   if (overrideName !== undefined) {

@@ -7,7 +7,7 @@
  * facts and the configuration, and the patch stage writes the plan.
  */
 import type { Config } from '../../config/types';
-import type { HTTPGetAction, Pod, Probe, ResourceRequirements } from '../../k8s';
+import type { Container, HTTPGetAction, Probe, ResourceRequirements } from '../../k8s';
 import { PROTECTED_LABEL, SAFE_TO_EVICT_LOCAL_VOLUMES, type OverridesReading, type ParsedPod, type StatusRecord } from '../parse';
 import { readComponents, type CommandComponent } from './components';
 import { bootstrapAdmin, type BootstrapAdmin } from './envoy-args';
@@ -130,7 +130,7 @@ function readEnvoyPod(
   detection: Extract<EnvoyDetection, { found: true }>,
   sidecarRefs: ReturnType<typeof sidecarsBeside>,
 ): EnvoyPod {
-  const container = pod.spec.containers[detection.index] as Pod['spec']['containers'][number];
+  const container = pod.spec.containers[detection.index] as Container;
   const volumes = readVolumes(pod);
   const commands = shutdownCommands(container, sidecarRefs);
   const components = readComponents(pod, container, commands);

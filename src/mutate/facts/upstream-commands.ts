@@ -13,7 +13,7 @@ import type { SidecarRef } from './sidecars';
 import { flagMeaning, type FlagMeaning, type ShutdownSubcommand, type UpstreamProgram } from './upstream-flags';
 import { basename } from './words';
 
-export type UpstreamSubcommand = ShutdownSubcommand | 'bootstrap';
+type UpstreamSubcommand = ShutdownSubcommand | 'bootstrap';
 
 export interface UpstreamFlag {
   /** Without the dashes: `check-delay`. */

@@ -37,7 +37,7 @@ export interface CarriedSettings {
  * sidecar's), and in remove mode the sidecar's command line too. A disarmed sidecar keeps running its
  * command line, so those flags still apply there.
  */
-export function replacedCommands(commands: readonly ShutdownCommandFacts[], mode: SidecarMode): ShutdownCommandFacts[] {
+function replacedCommands(commands: readonly ShutdownCommandFacts[], mode: SidecarMode): ShutdownCommandFacts[] {
   return commands.filter((command) => command.place === 'preStop' || mode === 'remove');
 }
 

@@ -15,9 +15,9 @@ export type EnvoyHook =
       /** The settings of drainguard's hook from an earlier run, when it can be read. */
       previous: DrainArguments | undefined;
       /** What a later change did to drainguard's recorded drain, restored now (a later webhook?). */
-      undone: string | undefined;
+      undone: string[];
       /** drainguard's hook from an earlier run that the drain program would refuse. */
-      unreadable: string | undefined;
+      unreadable: string[];
     };
 
 export function envoyHook(pod: EnvoyPod): EnvoyHook {
@@ -34,19 +34,20 @@ export function envoyHook(pod: EnvoyPod): EnvoyHook {
   }
   if (preStop.kind === 'drainguard') {
     const { reading } = preStop;
-    if ('settings' in reading) return { previous: reading.settings, undone: undefined, unreadable: undefined };
+    if ('settings' in reading) return { previous: reading.settings, undone: [], unreadable: [] };
     return {
       previous: undefined,
-      undone: undefined,
-      unreadable: `container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${reading.unreadable}); it is planned afresh`,
+      undone: [],
+      unreadable: [`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${reading.unreadable}); it is planned afresh`],
     };
   }
-  let undone: string | undefined;
+  const undone: string[] = [];
   if (drainWasInstalled) {
-    undone =
+    undone.push(
       preStop.kind === 'none'
         ? `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, is gone; restored`
-        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${preStop.description} (a later webhook?); restored`;
+        : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${preStop.description} (a later webhook?); restored`,
+    );
   }
-  return { previous: undefined, undone, unreadable: undefined };
+  return { previous: undefined, undone, unreadable: [] };
 }

@@ -4,13 +4,12 @@
  * `planEnvoyPod` runs them; each value the timeline shows carries the trail its rule wrote of where it
  * came from, which `--explain` prints. The patch stage only writes the plan.
  */
-import type { Config, SidecarMode } from '../../config/types';
+import type { Config } from '../../config/types';
 import type { LifecycleHandler, Probe } from '../../k8s';
 import type { EnvoyPod, PodFacts } from '../facts';
 import { PROTECTED_LABEL } from '../parse';
 import { adminAddress, guessedAdminWarning } from './admin';
 import { carriedSettings, undeterminedWarnings } from './carried';
-import { RECORDED, recorded } from './changes';
 import { drainHook, terminationMessagePath } from './drain';
 import { envoyHook } from './hook';
 import { installTarget } from './install';
@@ -95,42 +94,42 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   if (target.kind === 'impossible') return leaveWhole(pod, target.reason);
   // 3. The sidecars: removed or disarmed.
   const sidecars = sidecarHandling(pod, config);
-  const mode: SidecarMode = sidecars.mode;
   // 4. What the replaced commands gave the drain: their flags, else their components' defaults.
-  const carried = carriedSettings(pod.shutdownCommands, mode);
+  const carried = carriedSettings(pod.shutdownCommands, sidecars.mode);
   // 5. The grace period, and the drain's timing inside it.
   const grace = gracePeriod(pod.gracePeriodSeconds, config);
   const timing = drainTiming(grace.effectiveSeconds, { overrides, previous: hook.previous, sidecar: carried.values }, config);
   // 6. The admin address the drain talks to.
-  const admin = adminAddress(pod);
+  const { admin, warnings: adminWarnings } = adminAddress(pod);
   // 7. The listeners the drain does not count.
-  const excluded = listenersNotCounted(pod, hook.previous, admin.admin.address.kind === 'tcp' ? admin.admin.address.port : undefined);
+  const excluded = listenersNotCounted(pod, hook.previous, admin.address.kind === 'tcp' ? admin.address.port : undefined);
   // 8. Where the drain writes its record.
   const record = terminationMessagePath(envoy);
   // 9. The drain hook itself.
-  const preStop = drainHook(target.mount, { admin: admin.admin, timing, excluded, recordPath: record.path }, config);
+  const preStop = drainHook(target.mount, { admin, timing, excluded, recordPath: record.path }, config);
   // 10. Requests, for Envoy and for the sidecars that stay.
-  const requests = resourceRequests(pod, config, mode === 'disarm');
+  const requests = resourceRequests(pod, config, sidecars.mode === 'disarm');
   // 11. The liveness and startup probes.
-  const probes = livenessProbes(envoy, admin.admin, config);
+  const probes = livenessProbes(envoy, admin, config);
   // 12. The installer init container (and drainguard's own volume, for the fallback target).
   const planned = installer(pod, target, config);
-  const installerGone = recorded(pod.status?.actions, 'installer') && !pod.initContainerNames.has(config.installer.containerName);
 
+  // The warnings in the order the user reads them (the goldens record it): what the drain's numbers
+  // and admin address became, what a later change undid of an earlier pass (restored now), what the
+  // replaced sidecar's flags and defaults became, then what the changes themselves need.
   const warnings = pod.annotations.warnings.concat(
     timing.warnings,
-    admin.warnings,
-    // What a later change undid of an earlier pass, restored now (docs/design.md, "The status annotation and re-invocation").
-    hook.undone === undefined ? [] : [hook.undone],
-    installerGone ? [`init container ${config.installer.containerName}, ${RECORDED}, is gone; added again`] : [],
+    adminWarnings,
+    hook.undone,
+    planned.undone,
     sidecars.undone,
     carried.warnings,
     undeterminedWarnings(carried, overrides, hook.previous !== undefined),
     sidecars.warnings,
-    hook.unreadable === undefined ? [] : [hook.unreadable],
+    hook.unreadable,
     record.warnings,
     // A guessed address is a warning: nothing in the pod confirms it.
-    admin.admin.guessed ? [guessedAdminWarning(envoy.name, admin.admin)] : [],
+    admin.guessed ? [guessedAdminWarning(envoy.name, admin)] : [],
     requests.warnings,
     probes.warnings,
     planned.warnings,
@@ -152,7 +151,7 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
       envoy,
       grace,
       timing,
-      admin: admin.admin,
+      admin,
       probes,
       excludedListeners: excluded,
       replaces: carried.releases,

@@ -6,6 +6,7 @@
 import type { Config } from '../../config/types';
 import type { Container, SecurityContext, VolumeMount } from '../../k8s';
 import type { EnvoyPod, InstallMount } from '../facts';
+import { RECORDED, recorded } from './changes';
 import { installDirectory, type InstallTarget } from './install';
 
 /** Used only when Envoy runs as root: runAsNonRoot forbids inheriting uid 0 (distroless `nonroot`). */
@@ -18,7 +19,7 @@ export interface PlannedInstaller {
   fallback?: { volumeName: string; envoyMount: VolumeMount };
 }
 
-export function mountFor(mount: InstallMount, readOnly: boolean): VolumeMount {
+function mountFor(mount: InstallMount, readOnly: boolean): VolumeMount {
   const volumeMount: VolumeMount = { name: mount.volumeName, mountPath: mount.mountPath };
   if (mount.subPath !== undefined) volumeMount.subPath = mount.subPath;
   if (mount.subPathExpr !== undefined) volumeMount.subPathExpr = mount.subPathExpr;
@@ -47,8 +48,15 @@ function installerSecurityContext(pod: EnvoyPod, warnings: string[]): SecurityCo
   return context;
 }
 
-/** The installer init container for `target`, which copies the program into the volume Envoy mounts. */
-export function installer(pod: EnvoyPod, target: Exclude<InstallTarget, { kind: 'impossible' }>, config: Config): { installer: PlannedInstaller; warnings: string[] } {
+/**
+ * The installer init container for `target`, which copies the program into the volume Envoy mounts;
+ * `undone` when an earlier pass installed it and it is gone.
+ */
+export function installer(
+  pod: EnvoyPod,
+  target: Exclude<InstallTarget, { kind: 'impossible' }>,
+  config: Config,
+): { installer: PlannedInstaller; warnings: string[]; undone: string[] } {
   const warnings: string[] = [];
   const { mount } = target;
   const settings = config.installer;
@@ -63,5 +71,6 @@ export function installer(pod: EnvoyPod, target: Exclude<InstallTarget, { kind: 
   };
   const planned: PlannedInstaller = { container };
   if (target.kind === 'fallback') planned.fallback = { volumeName: mount.volumeName, envoyMount: mountFor(mount, true) };
-  return { installer: planned, warnings };
+  const gone = recorded(pod.status?.actions, 'installer') && !pod.initContainerNames.has(settings.containerName);
+  return { installer: planned, warnings, undone: gone ? [`init container ${settings.containerName}, ${RECORDED}, is gone; added again`] : [] };
 }
