@@ -10,7 +10,7 @@
  * run is not guessed: the configured value applies, with a warning naming the annotation to set.
  */
 import type { Container, Pod } from '../../k8s';
-import { flagValue } from './envoy-args';
+import type { EnvoyArgs } from './envoy-args';
 import { imageName } from './identity';
 import type { ShutdownCommand } from './upstream-commands';
 import type { CarriedSetting, ShutdownSubcommand, UpstreamProgram } from './upstream-flags';
@@ -150,17 +150,17 @@ function containersRunning(pod: Pod, program: UpstreamProgram, first: string): C
 }
 
 /** Envoy Gateway's releases as the flags it renders show them (proxy_args.go, resource.go at each tag). */
-function envoyGatewayRangeFromFlags(envoy: Container, commands: readonly ShutdownCommand[]): ReleaseRange | undefined {
+function envoyGatewayRangeFromFlags(envoyArgs: EnvoyArgs, commands: readonly ShutdownCommand[]): ReleaseRange | undefined {
   const drainTimeout = commands.some((c) => c.program === 'envoy-gateway' && c.flags.some((f) => f.name === 'drain-timeout'));
   if (drainTimeout) return undefined;
-  const drainTime = flagValue(envoy, ['--drain-time-s']) !== undefined;
+  const drainTime = envoyArgs.drainTimeSeconds !== undefined;
   return drainTime
     ? { from: V(1, 2, 0), how: "Envoy has --drain-time-s and the shutdown-manager no --drain-timeout, which Envoy Gateway renders from v1.2.0 on" }
     : { from: V(1, 0, 0), until: V(1, 2, 0), how: 'Envoy has no --drain-time-s and the shutdown-manager no --drain-timeout: Envoy Gateway v1.0 to v1.1 by default' };
 }
 
 /** Which releases of `command`'s program the pod runs, or why that cannot be told. */
-function componentRelease(pod: Pod, envoy: Container, command: ShutdownCommand, commands: readonly ShutdownCommand[]): { range: ReleaseRange } | { unknown: string } {
+function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownCommand, commands: readonly ShutdownCommand[]): { range: ReleaseRange } | { unknown: string } {
   const { program } = command;
   const component = COMPONENTS[program];
   // Image → the containers that run it without a release tag.
@@ -176,7 +176,7 @@ function componentRelease(pod: Pod, envoy: Container, command: ShutdownCommand, 
     seen.set(image, [...(seen.get(image) ?? []), container.name]);
   }
   if (program === 'envoy-gateway') {
-    const range = envoyGatewayRangeFromFlags(envoy, commands);
+    const range = envoyGatewayRangeFromFlags(envoyArgs, commands);
     if (range !== undefined) return { range };
   }
   const described = [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
@@ -264,7 +264,7 @@ export interface CommandComponent {
  * The component of each command in `commands` whose component has defaults for its subcommand: each
  * program's release is read once, from its first such command, and holds for all of them.
  */
-export function readComponents(pod: Pod, envoy: Container, commands: readonly ShutdownCommand[]): (CommandComponent | undefined)[] {
+export function readComponents(pod: Pod, envoyArgs: EnvoyArgs, commands: readonly ShutdownCommand[]): (CommandComponent | undefined)[] {
   const releases = new Map<UpstreamProgram, { reading: ReturnType<typeof componentRelease>; release: ComponentRelease }>();
   return commands.map((command) => {
     const component = COMPONENTS[command.program];
@@ -272,7 +272,7 @@ export function readComponents(pod: Pod, envoy: Container, commands: readonly Sh
     if (rules.length === 0) return undefined;
     let known = releases.get(command.program);
     if (known === undefined) {
-      const reading = componentRelease(pod, envoy, command, commands);
+      const reading = componentRelease(pod, envoyArgs, command, commands);
       const release =
         'range' in reading
           ? { name: component.name, release: describeRange(reading.range), how: reading.range.how }

@@ -10,7 +10,7 @@ import type { Config } from '../../config/types';
 import type { Container, HTTPGetAction, Probe, ResourceRequirements } from '../../k8s';
 import { PROTECTED_LABEL, SAFE_TO_EVICT_LOCAL_VOLUMES, type OverridesReading, type ParsedPod, type StatusRecord } from '../parse';
 import { readComponents, type CommandComponent } from './components';
-import { bootstrapAdmin, type BootstrapAdmin } from './envoy-args';
+import { bootstrapAdmin, readEnvoyArgs, type BootstrapAdmin } from './envoy-args';
 import { describeHandler, readEnvoyPreStop, type EnvoyPreStop } from './hooks';
 import { findEnvoy, type EnvoyDetection } from './identity';
 import { nonTrafficPorts, type PortHint } from './ports';
@@ -132,8 +132,9 @@ function readEnvoyPod(
 ): EnvoyPod {
   const container = pod.spec.containers[detection.index] as Container;
   const volumes = readVolumes(pod);
+  const args = readEnvoyArgs(container);
   const commands = shutdownCommands(container, sidecarRefs);
-  const components = readComponents(pod, container, commands);
+  const components = readComponents(pod, args, commands);
   const bootstrapCommands = contourBootstrapCommands(pod);
   const readPreStops = new Set(commands.filter((command) => command.place === 'preStop').map((command) => command.containerName));
   const sidecars = sidecarRefs.map(({ list, index, container: sidecar, flavor }): Sidecar => {
@@ -154,8 +155,8 @@ function readEnvoyPod(
     name: container.name,
     evidence: detection.evidence,
     preStop: readEnvoyPreStop(container.lifecycle?.preStop, sidecarRefs),
-    bootstrapMount: bootstrapMount(container),
-    configYamlAdmin: bootstrapAdmin(container),
+    bootstrapMount: bootstrapMount(container, args),
+    configYamlAdmin: bootstrapAdmin(args.configYaml),
     adminSocketVolume: hasAdminSocketVolume(volumes, container),
     mounts: (container.volumeMounts ?? []).map((mount) => ({ name: mount.name, path: normalizeMountPath(mount.mountPath) })),
     readinessHttpGet: container.readinessProbe?.httpGet,

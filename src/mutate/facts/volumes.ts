@@ -5,7 +5,7 @@
  */
 import type { Container, Pod, Volume } from '../../k8s';
 import { compareExact, parseQuantity, type ExactQuantity } from '../../k8s/quantity';
-import { configPath } from './envoy-args';
+import { configPath, type EnvoyArgs } from './envoy-args';
 
 /** A mount of a volume in Envoy (or in the installer), as the install target names it. */
 export interface InstallMount {
@@ -31,8 +31,8 @@ export function normalizeMountPath(path: string): string {
 }
 
 /** Envoy's mount that holds its bootstrap file (`-c`): the deepest mountPath containing it. */
-export function bootstrapMount(envoy: Container): InstallMount | undefined {
-  const file = configPath(envoy);
+export function bootstrapMount(envoy: Container, args: EnvoyArgs): InstallMount | undefined {
+  const file = configPath(args);
   if (file === undefined) return undefined;
   let best: InstallMount | undefined;
   for (const mount of envoy.volumeMounts ?? []) {

@@ -24,11 +24,11 @@ export function terminationMessagePath(envoy: EnvoyContainer): { path: string | 
   const path = envoy.terminationMessagePath || DEFAULT_TERMINATION_MESSAGE_PATH;
   const problem = terminationMessagePathProblem(path);
   if (problem === undefined) return { path, warnings: [] };
-  const shown = JSON.stringify(path.length > 64 ? `${path.slice(0, 61)}...` : path);
+  const quotedPath = JSON.stringify(path.length > 64 ? `${path.slice(0, 61)}...` : path);
   return {
     path: undefined,
     warnings: [
-      `container ${envoy.name}: terminationMessagePath ${shown} cannot take the drain record (${problem}); the drain runs without writing one, and drainguard report will see its terminations as unreported`,
+      `container ${envoy.name}: terminationMessagePath ${quotedPath} cannot take the drain record (${problem}); the drain runs without writing one, and drainguard report will see its terminations as unreported`,
     ],
   };
 }

@@ -15,7 +15,7 @@ export type EnvoyHook =
       /** The settings of drainguard's hook from an earlier run, when it can be read. */
       previous: DrainArguments | undefined;
       /** What a later change did to drainguard's recorded drain, restored now (a later webhook?). */
-      undone: string[];
+      undoneSinceLastPass: string[];
       /** drainguard's hook from an earlier run that the drain program would refuse. */
       unreadable: string[];
     };
@@ -34,20 +34,20 @@ export function envoyHook(pod: EnvoyPod): EnvoyHook {
   }
   if (preStop.kind === 'drainguard') {
     const { reading } = preStop;
-    if ('settings' in reading) return { previous: reading.settings, undone: [], unreadable: [] };
+    if ('settings' in reading) return { previous: reading.settings, undoneSinceLastPass: [], unreadable: [] };
     return {
       previous: undefined,
-      undone: [],
+      undoneSinceLastPass: [],
       unreadable: [`container ${envoy.name}: drainguard's own preStop from an earlier run cannot be read (${reading.unreadable}); it is planned afresh`],
     };
   }
-  const undone: string[] = [];
+  const undoneSinceLastPass: string[] = [];
   if (drainWasInstalled) {
-    undone.push(
+    undoneSinceLastPass.push(
       preStop.kind === 'none'
         ? `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, is gone; restored`
         : `container ${envoy.name}: drainguard's drain preStop, ${RECORDED}, was replaced by ${preStop.description} (a later webhook?); restored`,
     );
   }
-  return { previous: undefined, undone, unreadable: [] };
+  return { previous: undefined, undoneSinceLastPass, unreadable: [] };
 }

@@ -11,6 +11,7 @@ import { PROTECTED_LABEL } from '../parse';
 import { adminAddress, guessedAdminWarning } from './admin';
 import { carriedSettings, undeterminedWarnings } from './carried';
 import { drainHook, terminationMessagePath } from './drain';
+import { safeToEvict } from './evict';
 import { envoyHook } from './hook';
 import { installTarget } from './install';
 import { installer, type PlannedInstaller } from './installer';
@@ -21,7 +22,6 @@ import { invalidAnnotations, optedOut, withoutEnvoy, type Deny, type Skip } from
 import { sidecarHandling, type SidecarPlace } from './sidecars';
 import { shutdownTimeline, type ShutdownTimeline } from './timeline';
 import { drainTiming, gracePeriod } from './timing';
-import { safeToEvict } from './evict';
 
 export type { MutationAction } from './changes';
 export type { PlannedInstaller } from './installer';
@@ -113,6 +113,9 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   const probes = livenessProbes(envoy, admin, config);
   // 12. The installer init container (and drainguard's own volume, for the fallback target).
   const planned = installer(pod, target, config);
+  // 13. The emptyDirs the cluster autoscaler may evict, the installer's own among them.
+  const evictable = safeToEvict(pod, planned.installer);
+  // (The protected label is no rule: the patch stage labels exactly the pods whose drain goes in.)
 
   // The warnings in the order the user reads them (the goldens record it): what the drain's numbers
   // and admin address became, what a later change undid of an earlier pass (restored now), what the
@@ -120,9 +123,9 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   const warnings = pod.annotations.warnings.concat(
     timing.warnings,
     adminWarnings,
-    hook.undone,
-    planned.undone,
-    sidecars.undone,
+    hook.undoneSinceLastPass,
+    planned.undoneSinceLastPass,
+    sidecars.undoneSinceLastPass,
     carried.warnings,
     undeterminedWarnings(carried, overrides, hook.previous !== undefined),
     sidecars.warnings,
@@ -143,7 +146,7 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
     installer: planned.installer,
     preStop,
     disarm: sidecars.disarm,
-    safeToEvictVolumes: safeToEvict(pod, planned.installer),
+    safeToEvictVolumes: evictable,
     gracePeriodSeconds: grace.raise ? grace.effectiveSeconds : undefined,
     removals: sidecars.removals,
     previousActions: pod.status?.actions ?? [],

@@ -50,13 +50,13 @@ function installerSecurityContext(pod: EnvoyPod, warnings: string[]): SecurityCo
 
 /**
  * The installer init container for `target`, which copies the program into the volume Envoy mounts;
- * `undone` when an earlier pass installed it and it is gone.
+ * `undoneSinceLastPass` when an earlier pass installed it and it is gone.
  */
 export function installer(
   pod: EnvoyPod,
   target: Exclude<InstallTarget, { kind: 'impossible' }>,
   config: Config,
-): { installer: PlannedInstaller; warnings: string[]; undone: string[] } {
+): { installer: PlannedInstaller; warnings: string[]; undoneSinceLastPass: string[] } {
   const warnings: string[] = [];
   const { mount } = target;
   const settings = config.installer;
@@ -72,5 +72,5 @@ export function installer(
   const planned: PlannedInstaller = { container };
   if (target.kind === 'fallback') planned.fallback = { volumeName: mount.volumeName, envoyMount: mountFor(mount, true) };
   const gone = recorded(pod.status?.actions, 'installer') && !pod.initContainerNames.has(settings.containerName);
-  return { installer: planned, warnings, undone: gone ? [`init container ${settings.containerName}, ${RECORDED}, is gone; added again`] : [] };
+  return { installer: planned, warnings, undoneSinceLastPass: gone ? [`init container ${settings.containerName}, ${RECORDED}, is gone; added again`] : [] };
 }

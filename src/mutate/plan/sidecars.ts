@@ -23,7 +23,7 @@ export interface SidecarHandling {
   /** Sidecar preStops that go with the drain though no drain setting could be read from them. */
   warnings: string[];
   /** Sidecars back after an earlier pass removed them. */
-  undone: string[];
+  undoneSinceLastPass: string[];
 }
 
 export function sidecarHandling(pod: EnvoyPod, config: Config): SidecarHandling {
@@ -32,7 +32,7 @@ export function sidecarHandling(pod: EnvoyPod, config: Config): SidecarHandling 
   const removals =
     mode === 'remove' ? [...pod.sidecars].sort((a, b) => (a.list === b.list ? b.index - a.index : a.list.localeCompare(b.list))).map(place) : [];
   const disarm = mode === 'disarm' ? pod.sidecars.map((sidecar) => ({ ...place(sidecar), wholeLifecycle: sidecar.lifecycleOnlyPreStop })) : [];
-  const undone =
+  const undoneSinceLastPass =
     mode === 'remove' && recorded(pod.status?.actions, 'sidecar-removed')
       ? pod.sidecars.map((sidecar) => `container ${sidecar.name}: the shutdown-manager came back after drainguard removed it (drainguard.io/status); removed again`)
       : [];
@@ -44,5 +44,5 @@ export function sidecarHandling(pod: EnvoyPod, config: Config): SidecarHandling 
         "can read drain settings from; drainguard's configured defaults apply",
     );
   }
-  return { mode, removals, disarm, warnings, undone };
+  return { mode, removals, disarm, warnings, undoneSinceLastPass };
 }
