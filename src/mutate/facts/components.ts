@@ -251,8 +251,15 @@ export interface ComponentRelease {
   how: string;
 }
 
-/** One default of a replaced command's component, at its release: its value, or why it cannot be told. */
-export type ComponentDefault = { setting: CarriedSetting; value: CarriedValue } | { setting: CarriedSetting; undetermined: UndeterminedDefault };
+/**
+ * One default of a replaced command's component, at its release: its value, or why it cannot be told.
+ * `read` works it out when the plan asks: a setting a flag or an earlier command already gives needs
+ * no default, and the default's text (its release and history) costs more than the rest of the reading.
+ */
+export interface ComponentDefault {
+  readonly setting: CarriedSetting;
+  read(): { value: CarriedValue } | { undetermined: UndeterminedDefault };
+}
 
 /** The replaced component a shutdown command belongs to: its release, and its defaults there in the rules' order. */
 export interface CommandComponent {
@@ -282,28 +289,30 @@ export function readComponents(pod: Pod, envoyArgs: EnvoyArgs, commands: readonl
     }
     const release = known.reading;
     const words = commandWords(command.program, command.subcommand);
-    const defaults = rules.map((rule): ComponentDefault => {
-      const what = rule.flag === undefined ? `\`${words}\`` : `\`${words} --${rule.flag}\``;
-      const unit = UNITS[rule.setting];
-      // A release that cannot be told may be any release read: a default they all share still holds.
-      const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
-      const value = valueOver(rule, range);
-      if (value === undefined) {
-        const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
-        return { setting: rule.setting, undetermined: { setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why } };
-      }
-      const releaseText = 'range' in release ? describeRange(range) : '(any release)';
-      return {
-        setting: rule.setting,
-        value: {
-          value,
-          from: `${component.name} ${releaseText} default of ${what} (${history(rule, unit)})`,
-          adjustments: [],
-          origin: 'component-default',
-          countsFromStart: command.program === 'envoy-gateway',
-        },
-      };
-    });
+    const defaults = rules.map((rule): ComponentDefault => ({
+      setting: rule.setting,
+      read: () => {
+        const what = rule.flag === undefined ? `\`${words}\`` : `\`${words} --${rule.flag}\``;
+        const unit = UNITS[rule.setting];
+        // A release that cannot be told may be any release read: a default they all share still holds.
+        const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
+        const value = valueOver(rule, range);
+        if (value === undefined) {
+          const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
+          return { undetermined: { setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why } };
+        }
+        const releaseText = 'range' in release ? describeRange(range) : '(any release)';
+        return {
+          value: {
+            value,
+            from: `${component.name} ${releaseText} default of ${what} (${history(rule, unit)})`,
+            adjustments: [],
+            origin: 'component-default',
+            countsFromStart: command.program === 'envoy-gateway',
+          },
+        };
+      },
+    }));
     return { release: known.release, defaults };
   });
 }

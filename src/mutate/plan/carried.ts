@@ -84,8 +84,9 @@ export function carriedSettings(commands: readonly ShutdownCommandFacts[], mode:
     for (const entry of component.defaults) {
       // A flag given but unreadable is ignored (with a warning): the default stands for it.
       if (fromFlags[entry.setting] !== undefined || defaults[entry.setting] !== undefined) continue;
-      if ('value' in entry) defaults[entry.setting] = entry.value;
-      else if (!undetermined.some((u) => u.setting === entry.setting)) undetermined.push(entry.undetermined);
+      const reading = entry.read();
+      if ('value' in reading) defaults[entry.setting] = reading.value;
+      else if (!undetermined.some((u) => u.setting === entry.setting)) undetermined.push(reading.undetermined);
     }
   }
   return { values: { ...defaults, ...fromFlags }, warnings, dropped, undetermined, releases };
