@@ -27,8 +27,14 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   const left = a as JsonObject;
   const right = b as JsonObject;
+  // The left side's names as a list, not `for...in` with `left[key]`: under that loop V8 (Node 24's
+  // Maglev) specialises the keyed loads to the names it saw first, and the verification's pod-sized
+  // compare then deoptimised it over and over (some 300 times in 20,000 mutate() calls, a tenth of
+  // mutate()'s time on the Contour pod).
+  const names = Object.keys(left);
   let leftKeys = 0;
-  for (const key in left) {
+  for (let i = 0; i < names.length; i += 1) {
+    const key = names[i] as string;
     if (left[key] === undefined) continue;
     leftKeys += 1;
     if (!jsonEqual(left[key], right[key])) return false;
