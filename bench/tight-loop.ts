@@ -8,13 +8,13 @@
 import { decideAdmission } from '../src/admission';
 import { defaultConfig } from '../src/config';
 import { mutate, type Pod } from '../src/mutate';
-// The one place the bench reaches inside the core: the verification is not exported on its own, and
-// it is timed on what mutate() gives it, the builder's draft (which shares untouched nodes with the pod).
-import { findEnvoy } from '../src/mutate/envoy/detect';
-import { verifyPatch } from '../src/mutate/patch/verify';
-import { readOverrides } from '../src/mutate/plan/annotations';
-import { makePlan } from '../src/mutate/plan/plan';
-import { applySteps } from '../src/mutate/steps';
+// The one place the bench reaches inside the core, through the stages' faces: the verification is not
+// exported on its own, and it is timed on what mutate() gives it, the builder's draft (which shares
+// untouched nodes with the pod).
+import { readFacts } from '../src/mutate/facts';
+import { parsePod } from '../src/mutate/parse';
+import { applySteps, verifyPatch } from '../src/mutate/patch';
+import { planPod } from '../src/mutate/plan';
 import { contourPod, inflatedPod } from '../test/support/generators/pods';
 import { reviewBody } from '../test/support/generators/review';
 import { quantile } from './lib/stats';
@@ -64,10 +64,10 @@ export function benchTightLoop(progress: (line: string) => void, quick: boolean)
   const review = JSON.parse(body) as unknown;
   const { patch } = mutated(pod, 'contour');
   // The builder's draft, as mutate() passes it to the verification: the input with the patch applied.
-  const { overrides } = readOverrides(pod.metadata?.annotations ?? {});
-  const envoy = findEnvoy(pod, config, undefined);
-  if (!envoy.found) throw new Error('benchmark pod contour has no Envoy');
-  const expected = applySteps(pod, makePlan(pod, config, overrides, envoy.index, envoy.evidence)).builder.draft;
+  const parsed = parsePod(pod);
+  const plan = parsed.kind === 'parsed' ? planPod(readFacts(parsed, config), config) : undefined;
+  if (plan?.kind !== 'protect') throw new Error('benchmark pod contour is not protected');
+  const expected = applySteps(pod, plan).builder.draft;
 
   progress('tight loop: JSON.parse of the review');
   const jsonParse = timeCalls(() => JSON.parse(body), iterations);

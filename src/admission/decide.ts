@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config/types';
 import { mutate, PatchVerificationError } from '../mutate/index';
-import type { Pod } from '../mutate/k8s';
+import type { Pod } from '../k8s';
 import type { MutationAction, MutationResult, PatchOperation, SkipReason } from '../mutate/result';
 import {
   parseAdmissionReview,

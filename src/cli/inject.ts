@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isScalar, type Document } from 'yaml';
 import { ConfigError } from '../config/load';
 import type { Config } from '../config/types';
-import type { Pod } from '../mutate/k8s';
+import type { Pod } from '../k8s';
 import { PatchVerificationError } from '../mutate';
 import type { MutationResult } from '../mutate/result';
 import { describeLocation, type InjectedStream, type NoTemplateOutcome, type WorkloadReport, summarize } from './inject-results';

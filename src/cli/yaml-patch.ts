@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { applyPatch, unescapePathComponent, type Operation } from 'fast-json-patch';
 import { isAlias, isMap, isNode, isScalar, isSeq, visit, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
-import type { Pod } from '../mutate/k8s';
+import type { Pod } from '../k8s';
 import { InputError } from './errors';
 import type { PatchOperation } from '../mutate/result';
 

@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { isValidQuantity } from '../mutate/k8s/quantity';
-import { isDnsLabel } from '../mutate/k8s/validate';
+import { isValidQuantity } from '../k8s/quantity';
+import { isDnsLabel } from '../k8s/validate';
 import { defaultConfig } from './defaults';
 import { DRAIN_SETTING_RANGES, type Range } from './ranges';
 import type { Config } from './types';

@@ -1,42 +1,7 @@
 /**
- * What `mutate(pod, config)` answers. The webhook, the CLI and the tests only ever switch on `status`.
- * The types it is made of live with the module that produces them and are re-exported here.
+ * What `mutate(pod, config)` answers, and the types it is made of: each lives with the stage that
+ * produces it (the patch stage the answer and its operations, the plan the timeline, the actions and
+ * the skip reasons) and is re-exported here, where the adapters import it.
  */
-import type { PatchOperation } from './patch/builder';
-import type { ShutdownTimeline } from './plan/timeline';
-import type { MutationAction } from './steps/context';
-
-export type { PatchOperation } from './patch/builder';
-export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ShutdownTimeline } from './plan/timeline';
-export type { MutationAction } from './steps/context';
-
-/**
- * Why a pod was let through untouched (metrics label, log field): no Envoy container, opted out, no
- * containers at all, Envoy run by another supervisor (docs/design.md, "Which pods"), or an Envoy pod
- * whose drain drainguard cannot install, which it leaves whole rather than half protected.
- */
-export type SkipReason = 'not-envoy' | 'opted-out' | 'no-containers' | 'envoy-supervised' | 'drain-not-installed';
-
-export type MutationResult =
-  | {
-      status: 'mutated';
-      patch: PatchOperation[];
-      warnings: string[];
-      actions: MutationAction[];
-      timeline: ShutdownTimeline;
-    }
-  /** Everything drainguard would do is already done (the pod carries the current status): zero operations. */
-  | { status: 'unchanged'; patch: []; warnings: string[]; timeline: ShutdownTimeline }
-  /**
-   * `message` says what drainguard looked for or found, and why it left the pod alone (`--explain`,
-   * logs). The patch is empty, except that a pod left whole (`drain-not-installed`) loses a
-   * `drainguard.io/protected` label it carries.
-   */
-  | { status: 'skipped'; reason: SkipReason; message: string; patch: PatchOperation[]; warnings: string[] }
-  /** An invalid override annotation: the pod must be denied with this message. */
-  | { status: 'denied'; message: string; patch: []; warnings: string[] }
-  /**
-   * Not a well-formed Pod: a field drainguard reads has the wrong JSON type (`problems` names each
-   * one). The API server never sends such a pod; `drainguard inject` may read one from a file.
-   */
-  | { status: 'invalid'; problems: string[]; patch: []; warnings: string[] };
+export type { MutationResult, PatchOperation } from './patch';
+export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, MutationAction, ShutdownTimeline, SkipReason } from './plan';

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 
 import { decideAdmission, shapeWarnings, type AdmissionDecision } from '../../src/admission';
 import { defaultConfig } from '../../src/config';
-import type { Pod } from '../../src/mutate/k8s';
+import type { Pod } from '../../src/k8s';
 import { buildCli, drainguard } from '../e2e/cli/run-cli';
 import { admissionReview } from '../integration/server/webhook-test-kit';
 import { REPO_ROOT } from '../support/repo';

@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { applyPatch as applyWithCore } from 'fast-json-patch';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
 import { mutate, PROTECTED_LABEL, validatePod, type Container, type MutationResult, type Pod } from '../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/plan/annotations';
-import { findEnvoy, findShutdownManagers } from '../../src/mutate/envoy/detect';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../src/mutate/parse';
+import { findEnvoy, findShutdownManagers } from '../../src/mutate';
 import { validPodCase, type GeneratedCase } from '../support/generators/pod-arbitrary';
 
 const RUNS = 300;

@@ -58,16 +58,70 @@ export function importGraph(root: string): ImportGraph {
   return graph;
 }
 
+/** The graph with the files grouped into nodes by `nodeOf`; arrows inside one node are left out. */
+function groupedGraph(graph: ImportGraph, nodeOf: (file: string) => string): Map<string, Set<string>> {
+  const nodes = new Map<string, Set<string>>();
+  for (const [file, targets] of graph.imports) {
+    const from = nodeOf(file);
+    const arrows = nodes.get(from) ?? new Set<string>();
+    for (const target of targets) if (nodeOf(target) !== from) arrows.add(nodeOf(target));
+    nodes.set(from, arrows);
+  }
+  return nodes;
+}
+
 /** The graph with each directory as one node: `a/b.ts` importing `c/d.ts` is an arrow `a` → `c`. */
 export function directoryGraph(graph: ImportGraph): Map<string, Set<string>> {
-  const directories = new Map<string, Set<string>>();
+  return groupedGraph(graph, dirname);
+}
+
+/**
+ * The graph with each top-level entry of the root as one node: `mutate/plan/index.ts` importing
+ * `config/types.ts` is an arrow `mutate` → `config`; a file at the root (`drain-contract.ts`) is a node
+ * of its own. A cycle here ties two of the tree's modules together even when no two of their
+ * directories form one: `config` → `mutate/k8s` and `mutate/plan` → `config` is such a cycle.
+ */
+export function topLevelGraph(graph: ImportGraph): Map<string, Set<string>> {
+  return groupedGraph(graph, (file) => file.split('/')[0] as string);
+}
+
+/**
+ * The arrows that break a pipeline of stages: `root/<stage>/…` directories run in the order of `stages`.
+ * A stage may import its own files, the face (`index.ts`) of a stage before it, and anything outside
+ * `root`; never a stage after it, another stage's internals, or the files at `root` itself (the
+ * pipeline's own face, which imports the stages). A file at `root` may import only the stages' faces.
+ * Each violation reads `from → to: why`.
+ */
+export function stageViolations(graph: Pick<ImportGraph, 'imports'>, root: string, stages: readonly string[]): string[] {
+  const stageOf = (file: string): string | undefined => {
+    if (!file.startsWith(`${root}/`)) return undefined;
+    const rest = file.slice(root.length + 1);
+    const slash = rest.indexOf('/');
+    return slash === -1 ? '' : rest.slice(0, slash);
+  };
+  const violations: string[] = [];
   for (const [file, targets] of graph.imports) {
-    const from = dirname(file);
-    const arrows = directories.get(from) ?? new Set<string>();
-    for (const target of targets) if (dirname(target) !== from) arrows.add(dirname(target));
-    directories.set(from, arrows);
+    const from = stageOf(file);
+    if (from === undefined) continue;
+    for (const target of targets) {
+      const to = stageOf(target);
+      if (to === undefined || to === from) continue;
+      const why =
+        from !== '' && !stages.includes(from)
+          ? `${from} is not a stage`
+          : to === ''
+            ? `a stage imports the pipeline's own face`
+            : !stages.includes(to)
+              ? `${to} is not a stage`
+              : from !== '' && stages.indexOf(to) > stages.indexOf(from)
+                ? `${from} imports ${to}, a later stage`
+                : target !== `${root}/${to}/index.ts`
+                  ? `${from === '' ? root : from} imports ${to}'s internals, not its face ${root}/${to}/index.ts`
+                  : undefined;
+      if (why !== undefined) violations.push(`${file} → ${target}: ${why}`);
+    }
   }
-  return directories;
+  return violations;
 }
 
 /**

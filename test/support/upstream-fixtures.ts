@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
-import type { Pod } from '../../src/mutate/k8s';
+import type { Pod } from '../../src/k8s';
 import { REPO_ROOT } from './repo';
 
 export const UPSTREAM_FIXTURES_DIR = join(REPO_ROOT, 'test/fixtures/upstream');

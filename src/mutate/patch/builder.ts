@@ -12,8 +12,8 @@
  * write below it copies it first. A node read from the draft is therefore a snapshot, valid until
  * the next write; read again after writing.
  */
-import type { Pod } from '../k8s';
-import { cloneJson, OwnedNodes, shallowCopy, type JsonContainer } from './json';
+import type { Pod } from '../../k8s';
+import { cloneJson, OwnedNodes, shallowCopy, type JsonContainer } from '../../json';
 
 /** One RFC 6902 operation, as drainguard emits them (it never emits move/copy/test). */
 export type PatchOperation =

@@ -11,10 +11,10 @@
  * paths: a shared node is equal to itself, and neither side ever wrote to one.
  */
 import { applyOperation } from 'fast-json-patch';
-import type { Pod } from '../k8s';
-import { validatePod } from '../k8s/validate';
+import type { Pod } from '../../k8s';
+import { validatePod } from '../../k8s/validate';
 import type { PatchOperation } from './builder';
-import { jsonEqual, OwnedNodes, shallowCopy, type JsonContainer } from './json';
+import { jsonEqual, OwnedNodes, shallowCopy, type JsonContainer } from '../../json';
 
 /**
  * Thrown only when drainguard's own patch fails verification (it does not apply, or the patched pod

@@ -11,8 +11,10 @@
  * slow control plane delivers it.
  */
 import type { Config } from '../../config/types';
-import type { ResolvedAdmin } from '../envoy/admin';
-import type { Container, HTTPGetAction, Probe } from '../k8s';
+import type { HTTPGetAction, Probe } from '../../k8s';
+import type { EnvoyContainer } from '../facts';
+import { jsonEqual } from '../../json';
+import type { ResolvedAdmin } from './admin';
 
 /** Kubernetes defaults for unset probe fields. */
 const DEFAULT_PERIOD_SECONDS = 10;
@@ -31,10 +33,10 @@ export function probeBudgetSeconds(probe: Probe): number {
  * (a probe of Envoy's own is never touched); the startup probe only when `addStartup`, i.e. Envoy had
  * neither a liveness nor a startup probe of its own.
  */
-export type DesiredProbes = { liveness: Probe; startup: Probe; addStartup: boolean } | { skipped: string };
+type DesiredProbes = { liveness: Probe; startup: Probe; addStartup: boolean } | { skipped: string };
 
-function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | string {
-  const readiness = envoy.readinessProbe?.httpGet;
+function probeTarget(envoy: EnvoyContainer, admin: ResolvedAdmin): HTTPGetAction | string {
+  const readiness = envoy.readinessHttpGet;
   if (readiness !== undefined) {
     const target: HTTPGetAction = { port: readiness.port };
     if (readiness.path !== undefined) target.path = readiness.path;
@@ -56,7 +58,7 @@ function probeTarget(envoy: Container, admin: ResolvedAdmin): HTTPGetAction | st
   return { path: '/ready', port: admin.address.port };
 }
 
-export function desiredProbes(envoy: Container, admin: ResolvedAdmin, config: Config): DesiredProbes {
+function desiredProbes(envoy: EnvoyContainer, admin: ResolvedAdmin, config: Config): DesiredProbes {
   const target = probeTarget(envoy, admin);
   if (typeof target === 'string') return { skipped: target };
   const { periodSeconds, timeoutSeconds, failureThreshold, startupFailureThreshold, terminationGracePeriodSeconds } = config.liveness;
@@ -71,4 +73,51 @@ export function desiredProbes(envoy: Container, admin: ResolvedAdmin, config: Co
   });
   const addStartup = envoy.livenessProbe === undefined && envoy.startupProbe === undefined;
   return { liveness: probe(failureThreshold), startup: probe(startupFailureThreshold), addStartup };
+}
+
+/** Who wrote a probe Envoy ends up with. */
+export type ProbeSource = 'drainguard' | 'user' | 'none';
+
+/** A probe Envoy ends up with, and who wrote it (`--explain`). */
+export interface EndingProbe {
+  probe: Probe | undefined;
+  source: ProbeSource;
+}
+
+export interface PlannedProbes {
+  /** The liveness probe to add: Envoy has none of its own. */
+  addLiveness: Probe | undefined;
+  /** The startup probe to add: Envoy had neither probe of its own. */
+  addStartup: Probe | undefined;
+  liveness: EndingProbe;
+  startup: EndingProbe;
+  warnings: string[];
+}
+
+function ending(own: Probe | undefined, added: Probe | undefined, planned: Probe | undefined): EndingProbe {
+  const probe = own ?? added;
+  // drainguard's own probe is recognised on a second pass too: the plan is the same.
+  const source: ProbeSource = probe === undefined ? 'none' : planned !== undefined && jsonEqual(planned, probe) ? 'drainguard' : 'user';
+  return { probe, source };
+}
+
+/**
+ * The probes Envoy gets: a liveness probe when it has none (a probe of Envoy's own is kept as it is:
+ * the kubelet stops liveness probes before it runs preStop, so no liveness probe can cut a drain
+ * short), and the startup probe with it when Envoy had neither.
+ */
+export function livenessProbes(envoy: EnvoyContainer, admin: ResolvedAdmin, config: Config): PlannedProbes {
+  const desired = desiredProbes(envoy, admin, config);
+  const planned = 'skipped' in desired ? undefined : desired;
+  const warnings: string[] = [];
+  if (envoy.livenessProbe === undefined && 'skipped' in desired) warnings.push(`container ${envoy.name}: no liveness probe added: ${desired.skipped}`);
+  const addLiveness = envoy.livenessProbe === undefined ? planned?.liveness : undefined;
+  const addStartup = planned?.addStartup === true ? planned.startup : undefined;
+  return {
+    addLiveness,
+    addStartup,
+    liveness: ending(envoy.livenessProbe, addLiveness, planned?.liveness),
+    startup: ending(envoy.startupProbe, addStartup, planned?.startup),
+    warnings,
+  };
 }

@@ -1,12 +1,15 @@
-/** The shutdown plan as `inject --explain` and logs show it, read from the plan and the resulting Envoy. */
-import type { AdminAddressSource } from '../envoy/admin';
-import type { Container, Probe } from '../k8s';
-import { jsonEqual } from '../patch/json';
-import { probeBudgetSeconds } from './liveness';
-import type { Plan } from './plan';
-import type { DrainSetting, DrainValueSource } from './timing';
+/**
+ * The shutdown plan as `inject --explain` and logs show it: the rules' own values and the trail each
+ * rule wrote of where they came from, copied out of the plan.
+ */
+import type { ComponentRelease } from '../facts';
+import type { AdminAddressSource, ResolvedAdmin } from './admin';
+import type { DroppedFlag } from './carried';
+import type { ExcludedListener } from './listeners';
+import { probeBudgetSeconds, type EndingProbe, type ProbeSource } from './liveness';
+import type { DrainSetting, DrainTiming, DrainValueSource, GracePeriod } from './timing';
 
-export type { AdminAddressSource };
+export type { AdminAddressSource, ProbeSource };
 export type { DrainSetting, DrainValueOrigin, DrainValueSource } from './timing';
 
 /** The shutdown plan drainguard computed for an Envoy pod (`inject --explain`, logs). */
@@ -56,19 +59,25 @@ export interface ShutdownTimeline {
   startupSource?: ProbeSource;
 }
 
-/** Who wrote a probe Envoy ends up with. */
-export type ProbeSource = 'drainguard' | 'user' | 'none';
-
-function probeSource(probe: Probe | undefined, planned: Probe | undefined): ProbeSource {
-  if (probe === undefined) return 'none';
-  return planned !== undefined && jsonEqual(planned, probe) ? 'drainguard' : 'user';
+/** The rules' decisions the timeline reports. */
+export interface TimelineDecisions {
+  envoy: { name: string; evidence: string };
+  grace: GracePeriod;
+  timing: DrainTiming;
+  admin: ResolvedAdmin;
+  probes: { liveness: EndingProbe; startup: EndingProbe };
+  excludedListeners: readonly ExcludedListener[];
+  replaces: readonly ComponentRelease[];
+  droppedFlags: readonly DroppedFlag[];
 }
 
-/** The timeline of `plan`, with the liveness probe as `envoy` (the resulting Envoy) has it. */
-export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline {
+function budget(probe: EndingProbe): number | null {
+  return probe.probe === undefined ? null : probeBudgetSeconds(probe.probe);
+}
+
+/** The timeline of a pod whose drain drainguard installs. */
+export function shutdownTimeline(plan: TimelineDecisions): ShutdownTimeline {
   const { grace, timing, admin, probes } = plan;
-  const planned = 'skipped' in probes ? undefined : probes;
-  const { livenessProbe, startupProbe } = envoy;
   return {
     gracePeriodSeconds: grace.effectiveSeconds,
     gracePeriodSource: grace.source,
@@ -77,9 +86,8 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     deadlineSeconds: timing.deadlineSeconds,
     minConnections: timing.minConnections,
     adminAddress: admin.address.text,
-    livenessBudgetSeconds: livenessProbe === undefined ? null : probeBudgetSeconds(livenessProbe),
-    // drainguard's own probe is recognised on a second pass too: the plan is the same.
-    livenessSource: probeSource(livenessProbe, planned?.liveness),
+    livenessBudgetSeconds: budget(probes.liveness),
+    livenessSource: probes.liveness.source,
     pollIntervalSeconds: timing.pollIntervalSeconds,
     // Copies: a caller may keep or change the timeline without touching the plan.
     drainSources: {
@@ -94,12 +102,12 @@ export function shutdownTimeline(plan: Plan, envoy: Container): ShutdownTimeline
     adminAddressGuessed: admin.guessed,
     excludedListenerPorts: plan.excludedListeners.map((listener) => listener.port),
     excludedListeners: plan.excludedListeners.map((listener) => ({ port: listener.port, reasons: [...listener.reasons] })),
-    envoyContainer: envoy.name,
-    envoyEvidence: plan.envoyEvidence,
+    envoyContainer: plan.envoy.name,
+    envoyEvidence: plan.envoy.evidence,
     replaces: plan.replaces.map((component) => ({ ...component })),
     droppedFlags: plan.droppedFlags.map((flag) => ({ ...flag })),
-    drainInstalled: plan.drain !== undefined,
-    startupBudgetSeconds: startupProbe === undefined ? null : probeBudgetSeconds(startupProbe),
-    startupSource: probeSource(startupProbe, planned?.startup),
+    drainInstalled: true,
+    startupBudgetSeconds: budget(probes.startup),
+    startupSource: probes.startup.source,
   };
 }

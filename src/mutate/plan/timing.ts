@@ -12,9 +12,8 @@
  */
 import type { Config, DrainConfig } from '../../config/types';
 import { MAX_DEADLINE_SECONDS, type DrainArguments } from '../../drain-contract';
-import type { CarriedSetting, CarriedValue } from '../envoy/sidecar-drain';
-import type { Pod } from '../k8s';
-import { Annotations, type Overrides } from './annotations';
+import type { CarriedSetting, CarriedValue } from '../facts';
+import { Annotations, type Overrides } from '../parse';
 
 /** What Kubernetes uses when terminationGracePeriodSeconds is unset. */
 export const KUBERNETES_DEFAULT_GRACE_SECONDS = 30;
@@ -26,10 +25,10 @@ export interface GracePeriod {
   raise: boolean;
 }
 
-export function gracePeriod(pod: Pod, config: Config): GracePeriod {
-  const declared = pod.spec.terminationGracePeriodSeconds;
-  const current = typeof declared === 'number' ? declared : KUBERNETES_DEFAULT_GRACE_SECONDS;
-  const source = typeof declared === 'number' ? 'pod' : 'kubernetes-default';
+/** The grace period from the pod's terminationGracePeriodSeconds (`declared`), raised to the opt-in floor. */
+export function gracePeriod(declared: number | undefined, config: Config): GracePeriod {
+  const current = declared ?? KUBERNETES_DEFAULT_GRACE_SECONDS;
+  const source = declared !== undefined ? 'pod' : 'kubernetes-default';
   const floor = config.gracePeriodFloor;
   if (floor.enabled && current < floor.minimumSeconds) {
     return { effectiveSeconds: floor.minimumSeconds, source: 'floor', raise: true };

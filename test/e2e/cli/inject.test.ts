@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { Container, Pod } from '../../../src/mutate/k8s';
+import type { Container, Pod } from '../../../src/k8s';
 import { PROTECTED_LABEL } from '../../../src/mutate';
 import { applyUnifiedDiff } from '../../unit/cli/apply-unified-diff';
 import { unjustifiedChanges } from '../../unit/cli/changed-lines';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { applyIndependently } from '../../support/independent-patch';
 import { defaultConfig } from '../../../src/config';
 import { validatePod } from '../../../src/mutate';
-import type { Pod } from '../../../src/mutate/k8s';
+import type { Pod } from '../../../src/k8s';
 import { startWebhook, type RunningWebhook } from '../../../src/server/start';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { admissionReview, fixturePods, httpsRequest, silentLogger } from '../../integration/server/webhook-test-kit';

@@ -9,7 +9,7 @@ import { DocumentPatcher } from '../../../src/cli/yaml-splice';
 import { parseYamlStream } from '../../../src/cli/yaml-stream';
 import { defaultConfig } from '../../../src/config/defaults';
 import { mutate } from '../../../src/mutate';
-import type { Pod } from '../../../src/mutate/k8s';
+import type { Pod } from '../../../src/k8s';
 import { CONTOUR_FIXTURES } from '../../support/repo';
 import { unjustifiedChanges } from './changed-lines';
 

@@ -1,8 +1,8 @@
 /** What drainguard does to each upstream Contour DaemonSet's pod template, at the mutate level. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
-import { compareQuantities } from '../../../src/mutate/k8s/quantity';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/parse';
+import { compareQuantities } from '../../../src/k8s/quantity';
 import { applyIndependently, container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
 
 const CONTOUR_FIXTURES = ['contour-main.yaml', 'contour-v1.23.0.yaml', 'contour-v1.33.6.yaml'];

@@ -1,7 +1,7 @@
 import { defaultConfig } from '../../../src/config';
 import type { Pod } from '../../../src/mutate';
-import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage, lookedFor } from '../../../src/mutate/envoy/detect';
-import { bootstrapAdmin, configPath, envoyTokens } from '../../../src/mutate/envoy/args';
+import { findEnvoy, findShutdownManagers, imageRepository, isEnvoyImage, lookedFor } from '../../../src/mutate/facts';
+import { bootstrapAdmin, configPath, envoyTokens, readEnvoyArgs } from '../../../src/mutate/facts/envoy-args';
 
 describe('image repository', () => {
   test.each([
@@ -131,11 +131,23 @@ describe('Envoy command line', () => {
   });
 
   test('relative config paths are not used', () => {
-    expect(configPath({ name: 'e', args: ['-c', 'envoy.yaml'] })).toBeUndefined();
+    expect(configPath(readEnvoyArgs({ name: 'e', args: ['-c', 'envoy.yaml'] }))).toBeUndefined();
+    expect(configPath(readEnvoyArgs({ name: 'e', args: ['--config-path=/etc/envoy.yaml'] }))).toBe('/etc/envoy.yaml');
+  });
+
+  test('every flag drainguard reads, in one pass: the token after its first occurrence, whatever it is', () => {
+    expect(readEnvoyArgs({ name: 'e', command: ['envoy'], args: ['-c /a.yaml', '--drain-time-s', '60', '-c', '/b.yaml', '--config-yaml', 'admin: {}'] })).toEqual({
+      configPath: '/a.yaml',
+      configYaml: 'admin: {}',
+      drainTimeSeconds: '60',
+    });
+    // A flag's value may be another flag's name, which then has its own value.
+    expect(readEnvoyArgs({ name: 'e', args: ['-c', '--config-yaml', 'x'] })).toEqual({ configPath: '--config-yaml', configYaml: 'x' });
+    expect(readEnvoyArgs({ name: 'e', args: ['--log-level', 'info'] })).toEqual({});
   });
 
   test('--config-yaml admin: socket address, wildcard, IPv6 loopback, pipe, unparsable', () => {
-    const admin = (yaml: string) => bootstrapAdmin({ name: 'e', args: ['--config-yaml', yaml] });
+    const admin = (yaml: string) => bootstrapAdmin(readEnvoyArgs({ name: 'e', args: ['--config-yaml', yaml] }).configYaml);
     expect(admin('admin: {address: {socket_address: {address: 127.0.0.1, port_value: 19000}}}')).toEqual({
       kind: 'tcp', address: 'http://127.0.0.1:19000', bindHost: '127.0.0.1', port: 19000,
     });

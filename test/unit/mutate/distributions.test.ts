@@ -1,7 +1,7 @@
 /** Bitnami, Envoy Gateway, plain Envoy, native sidecar and a non-Envoy pod. */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/parse';
 import { container, drainArgs, hasContainer, loadPod, mutateOk, seconds } from './support';
 
 describe('Bitnami chart (one empty-dir volume with subPaths)', () => {

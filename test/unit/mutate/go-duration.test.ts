@@ -1,5 +1,5 @@
 /** Go's time.ParseDuration syntax, as the upstream sidecars read their duration flags. */
-import { parseGoDuration } from '../../../src/mutate/envoy/go-duration';
+import { parseGoDuration } from '../../../src/mutate/facts/go-duration';
 
 const S = 1_000_000_000n;
 

@@ -5,7 +5,7 @@
  */
 import { defaultConfig } from '../../../src/config';
 import { mutate, validatePod, type Pod } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/parse';
 import { container, loadPod, mutateOk } from './support';
 
 /** More than a function call takes as spread arguments in V8 (about 120,000). */

@@ -2,7 +2,7 @@
 import { mutate, PatchVerificationError } from '../../../src/mutate';
 import { escapeSegment, PatchBuilder, toPointer } from '../../../src/mutate/patch/builder';
 import { verifyPatch } from '../../../src/mutate/patch/verify';
-import { cloneJson } from '../../../src/mutate/patch/json';
+import { cloneJson } from '../../../src/json';
 import { defaultConfig } from '../../../src/config';
 import { applyIndependently, loadPod, withAnnotations } from './support';
 

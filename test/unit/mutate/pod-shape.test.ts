@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import fc from 'fast-check';
 import { defaultConfig } from '../../../src/config';
 import { mutate, podShapeProblems, type Pod } from '../../../src/mutate';
-import { podFitsShape, walkPodShape } from '../../../src/mutate/k8s/shape';
+import { podFitsShape, walkPodShape } from '../../../src/k8s/shape';
 import { applyIndependently, FIXTURES, loadPod } from './support';
 
 const FIXTURE_NAMES = readdirSync(FIXTURES).filter((name) => name.endsWith('.yaml'));

@@ -1,7 +1,7 @@
 /** Sidecar disarm, the grace period floor, safe-to-evict merging and the status annotation. */
 import { defaultConfig } from '../../../src/config';
 import { mutate } from '../../../src/mutate';
-import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/plan/annotations';
+import { SAFE_TO_EVICT_LOCAL_VOLUMES } from '../../../src/mutate/parse';
 import { VERSION } from '../../../src/version';
 import { configWith, container, drainArgs, loadPod, mutateOk, seconds, withAnnotations } from './support';
 

@@ -9,11 +9,27 @@
  * from flags that only some releases render. A default that differs between the releases the pod may
  * run is not guessed: the configured value applies, with a warning naming the annotation to set.
  */
-import type { Container, Pod } from '../k8s';
-import { flagValue } from './args';
-import { basename, imageName } from './detect';
-import type { CarriedSetting, CarriedValue } from './sidecar-drain';
-import type { UpstreamCommand, UpstreamProgram, UpstreamSubcommand } from './upstream-commands';
+import type { Container, Pod } from '../../k8s';
+import type { EnvoyArgs } from './envoy-args';
+import { imageName } from './identity';
+import type { ShutdownCommand } from './upstream-commands';
+import type { CarriedSetting, ShutdownSubcommand, UpstreamProgram } from './upstream-flags';
+import { basename } from './words';
+
+/** A drain setting carried over from the replaced component: its flag's value, or its default at its release. */
+export interface CarriedValue {
+  value: number;
+  /** `--check-delay=5s of \`contour envoy shutdown\` (container shutdown-manager, preStop)`, or the default's description. */
+  from: string;
+  /** What had to change for drainguard to carry it (rounded, clamped), empty when nothing did. */
+  adjustments: string[];
+  origin: 'sidecar-flag' | 'component-default';
+  /**
+   * A minimum drain the component counts from the start of its drain (Envoy Gateway), where
+   * drainguard counts it from the failed health check, after the drain delay.
+   */
+  countsFromStart: boolean;
+}
 
 /** A release number: `[major, minor, patch]`. */
 export type Version = readonly [number, number, number];
@@ -50,7 +66,7 @@ interface Component {
   checkedUpTo: Version;
   /** Whether a `main` image tag is the development branch after `checkedUpTo`. */
   mainIsNewest: boolean;
-  rules: Readonly<Partial<Record<UpstreamSubcommand, readonly DefaultRule[]>>>;
+  rules: Readonly<Partial<Record<ShutdownSubcommand, readonly DefaultRule[]>>>;
 }
 
 const V = (major: number, minor: number, patch: number): Version => [major, minor, patch];
@@ -134,22 +150,17 @@ function containersRunning(pod: Pod, program: UpstreamProgram, first: string): C
 }
 
 /** Envoy Gateway's releases as the flags it renders show them (proxy_args.go, resource.go at each tag). */
-function envoyGatewayRangeFromFlags(envoy: Container, commands: readonly UpstreamCommand[]): ReleaseRange | undefined {
+function envoyGatewayRangeFromFlags(envoyArgs: EnvoyArgs, commands: readonly ShutdownCommand[]): ReleaseRange | undefined {
   const drainTimeout = commands.some((c) => c.program === 'envoy-gateway' && c.flags.some((f) => f.name === 'drain-timeout'));
   if (drainTimeout) return undefined;
-  const drainTime = flagValue(envoy, ['--drain-time-s']) !== undefined;
+  const drainTime = envoyArgs.drainTimeSeconds !== undefined;
   return drainTime
     ? { from: V(1, 2, 0), how: "Envoy has --drain-time-s and the shutdown-manager no --drain-timeout, which Envoy Gateway renders from v1.2.0 on" }
     : { from: V(1, 0, 0), until: V(1, 2, 0), how: 'Envoy has no --drain-time-s and the shutdown-manager no --drain-timeout: Envoy Gateway v1.0 to v1.1 by default' };
 }
 
-/** Which releases of `program` the pod runs, or why that cannot be told. */
-export function componentRelease(
-  pod: Pod,
-  envoy: Container,
-  command: UpstreamCommand,
-  commands: readonly UpstreamCommand[],
-): { range: ReleaseRange } | { unknown: string } {
+/** Which releases of `command`'s program the pod runs, or why that cannot be told. */
+function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownCommand, commands: readonly ShutdownCommand[]): { range: ReleaseRange } | { unknown: string } {
   const { program } = command;
   const component = COMPONENTS[program];
   // Image → the containers that run it without a release tag.
@@ -165,7 +176,7 @@ export function componentRelease(
     seen.set(image, [...(seen.get(image) ?? []), container.name]);
   }
   if (program === 'envoy-gateway') {
-    const range = envoyGatewayRangeFromFlags(envoy, commands);
+    const range = envoyGatewayRangeFromFlags(envoyArgs, commands);
     if (range !== undefined) return { range };
   }
   const described = [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
@@ -214,8 +225,8 @@ const UNITS: Readonly<Record<CarriedSetting, string>> = {
   readyTimeoutSeconds: 's',
 };
 
-function commandWords(program: UpstreamProgram, subcommand: UpstreamSubcommand): string {
-  return subcommand === 'bootstrap' ? `${program} bootstrap` : `${program} envoy ${subcommand}`;
+function commandWords(program: UpstreamProgram, subcommand: ShutdownSubcommand): string {
+  return `${program} envoy ${subcommand}`;
 }
 
 /** A default that differs between the releases the pod may run, so that it cannot be kept. */
@@ -240,65 +251,68 @@ export interface ComponentRelease {
   how: string;
 }
 
-export interface ComponentDefaults {
-  values: Partial<Record<CarriedSetting, CarriedValue>>;
-  undetermined: UndeterminedDefault[];
-  releases: ComponentRelease[];
+/**
+ * One default of a replaced command's component, at its release: its value, or why it cannot be told.
+ * `read` works it out when the plan asks: a setting a flag or an earlier command already gives needs
+ * no default, and the default's text (its release and history) costs more than the rest of the reading.
+ */
+export interface ComponentDefault {
+  readonly setting: CarriedSetting;
+  read(): { value: CarriedValue } | { undetermined: UndeterminedDefault };
+}
+
+/** The replaced component a shutdown command belongs to: its release, and its defaults there in the rules' order. */
+export interface CommandComponent {
+  release: ComponentRelease;
+  defaults: ComponentDefault[];
 }
 
 /**
- * The defaults of the settings `commands` (the replaced ones) do not give by flag. `given` holds the
- * settings already carried from flags: those need no default.
+ * The component of each command in `commands` whose component has defaults for its subcommand: each
+ * program's release is read once, from its first such command, and holds for all of them.
  */
-export function componentDefaults(
-  pod: Pod,
-  envoy: Container,
-  commands: readonly UpstreamCommand[],
-  given: ReadonlySet<CarriedSetting>,
-): ComponentDefaults {
-  const values: ComponentDefaults['values'] = {};
-  const undetermined: UndeterminedDefault[] = [];
-  const found: ComponentRelease[] = [];
-  const releases = new Map<UpstreamProgram, ReturnType<typeof componentRelease>>();
-  for (const command of commands) {
+export function readComponents(pod: Pod, envoyArgs: EnvoyArgs, commands: readonly ShutdownCommand[]): (CommandComponent | undefined)[] {
+  const releases = new Map<UpstreamProgram, { reading: ReturnType<typeof componentRelease>; release: ComponentRelease }>();
+  return commands.map((command) => {
     const component = COMPONENTS[command.program];
     const rules = component.rules[command.subcommand] ?? [];
-    if (rules.length === 0) continue;
-    let release = releases.get(command.program);
-    if (release === undefined) {
-      release = componentRelease(pod, envoy, command, commands);
-      releases.set(command.program, release);
-      found.push(
-        'range' in release
-          ? { name: component.name, release: describeRange(release.range), how: release.range.how }
-          : { name: component.name, release: 'release unknown', how: release.unknown },
-      );
+    if (rules.length === 0) return undefined;
+    let known = releases.get(command.program);
+    if (known === undefined) {
+      const reading = componentRelease(pod, envoyArgs, command, commands);
+      const release =
+        'range' in reading
+          ? { name: component.name, release: describeRange(reading.range), how: reading.range.how }
+          : { name: component.name, release: 'release unknown', how: reading.unknown };
+      known = { reading, release };
+      releases.set(command.program, known);
     }
+    const release = known.reading;
     const words = commandWords(command.program, command.subcommand);
-    for (const rule of rules) {
-      // A flag given but unreadable is ignored (with a warning): the default stands for it.
-      if (given.has(rule.setting) || values[rule.setting] !== undefined) continue;
-      const what = rule.flag === undefined ? `\`${words}\`` : `\`${words} --${rule.flag}\``;
-      const unit = UNITS[rule.setting];
-      // A release that cannot be told may be any release read: a default they all share still holds.
-      const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
-      const value = valueOver(rule, range);
-      if (value === undefined) {
-        const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
-        if (!undetermined.some((u) => u.setting === rule.setting)) {
-          undetermined.push({ setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why });
+    const defaults = rules.map((rule): ComponentDefault => ({
+      setting: rule.setting,
+      read: () => {
+        const what = rule.flag === undefined ? `\`${words}\`` : `\`${words} --${rule.flag}\``;
+        const unit = UNITS[rule.setting];
+        // A release that cannot be told may be any release read: a default they all share still holds.
+        const range: ReleaseRange = 'range' in release ? release.range : { from: rule.eras[0]!.from, how: release.unknown };
+        const value = valueOver(rule, range);
+        if (value === undefined) {
+          const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
+          return { undetermined: { setting: rule.setting, container: command.containerName, what, history: history(rule, unit), why } };
         }
-        continue;
-      }
-      const releaseText = 'range' in release ? describeRange(range) : '(any release)';
-      values[rule.setting] = {
-        value,
-        from: `${component.name} ${releaseText} default of ${what} (${history(rule, unit)})`,
-        adjustments: [],
-        origin: 'component-default',
-        countsFromStart: command.program === 'envoy-gateway',
-      };
-    }
-  }
-  return { values, undetermined, releases: found };
+        const releaseText = 'range' in release ? describeRange(range) : '(any release)';
+        return {
+          value: {
+            value,
+            from: `${component.name} ${releaseText} default of ${what} (${history(rule, unit)})`,
+            adjustments: [],
+            origin: 'component-default',
+            countsFromStart: command.program === 'envoy-gateway',
+          },
+        };
+      },
+    }));
+    return { release: known.release, defaults };
+  });
 }

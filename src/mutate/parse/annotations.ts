@@ -8,8 +8,8 @@
 import { DRAIN_SETTING_RANGES } from '../../config/ranges';
 import type { SidecarMode } from '../../config/types';
 import { ADMIN_ADDRESS_FORM, formatDuration, MAX_MIN_CONNECTIONS, parseDuration, readAdminAddress } from '../../drain-contract';
-import { compareExact, parseQuantity } from '../k8s/quantity';
-import { isDnsLabel } from '../k8s/validate';
+import { compareExact, parseQuantity } from '../../k8s/quantity';
+import { isDnsLabel } from '../../k8s/validate';
 
 export const ANNOTATION_PREFIX = 'drainguard.io/';
 

@@ -7,11 +7,13 @@
  * Both binaries parse flags the Go way (kingpin for Contour, cobra for Envoy Gateway): `--name=value`
  * or `--name value` in two arguments; a flag and its value never share one argument.
  */
-import type { Container, Pod } from '../k8s';
-import { basename, type SidecarRef } from './detect';
+import type { Container, Pod } from '../../k8s';
+import { loopbackAddressFor } from './envoy-args';
+import type { SidecarRef } from './sidecars';
+import { flagMeaning, type FlagMeaning, type ShutdownSubcommand, type UpstreamProgram } from './upstream-flags';
+import { basename } from './words';
 
-export type UpstreamProgram = 'contour' | 'envoy-gateway';
-export type UpstreamSubcommand = 'shutdown' | 'shutdown-manager' | 'bootstrap';
+type UpstreamSubcommand = ShutdownSubcommand | 'bootstrap';
 
 export interface UpstreamFlag {
   /** Without the dashes: `check-delay`. */
@@ -22,20 +24,48 @@ export interface UpstreamFlag {
   text: string;
 }
 
-export interface UpstreamCommand {
+/** A flag of a shutdown command, with what it means to drainguard. */
+export interface ShutdownFlag extends UpstreamFlag {
+  meaning: FlagMeaning;
+}
+
+/** The admin address a command's flags name: the last `--admin-address` and the last `--admin-port` (Go flag parsers keep the last value). */
+export interface AdminFlags {
+  /** `--admin-address`, as an address: a path is the socket, a host the TCP admin with the command's port. */
+  address?: { value: string; text: string };
+  /** `--admin-port`: Contour's admin port before the socket. */
+  port?: { value: string; text: string };
+}
+
+interface CommandReading {
   program: UpstreamProgram;
-  subcommand: UpstreamSubcommand;
   containerName: string;
   /** Whether the command is the container's own command line or its preStop hook. */
   place: 'command' | 'preStop';
+  /** `` `contour envoy shutdown` (container shutdown-manager, preStop) ``: where a flag was read, for messages. */
+  where: string;
+  admin: AdminFlags;
+}
+
+/** `contour envoy shutdown` or `contour envoy shutdown-manager` (and Envoy Gateway's). */
+export interface ShutdownCommand extends CommandReading {
+  subcommand: ShutdownSubcommand;
+  flags: ShutdownFlag[];
+}
+
+/** `contour bootstrap`, which writes Envoy's bootstrap in an init container. */
+export interface BootstrapCommand extends CommandReading {
+  subcommand: 'bootstrap';
   flags: UpstreamFlag[];
 }
 
-/** `contour envoy shutdown` (container shutdown-manager, preStop): where a flag was read, for messages. */
-export function describeCommand(command: UpstreamCommand): string {
-  const words = command.subcommand === 'bootstrap' ? `${command.program} bootstrap` : `${command.program} envoy ${command.subcommand}`;
-  return `\`${words}\` (container ${command.containerName}${command.place === 'preStop' ? ', preStop' : ''})`;
+function describeCommand(program: UpstreamProgram, subcommand: UpstreamSubcommand, containerName: string, place: CommandReading['place']): string {
+  const words = subcommand === 'bootstrap' ? `${program} bootstrap` : `${program} envoy ${subcommand}`;
+  return `\`${words}\` (container ${containerName}${place === 'preStop' ? ', preStop' : ''})`;
 }
+
+/** Contour's admin before the socket (`contour bootstrap` defaults: 127.0.0.1, port 9001). */
+export const CONTOUR_TCP_ADMIN_PORT = 9001;
 
 function programOf(word: string | undefined): UpstreamProgram | undefined {
   const program = basename(word ?? '');
@@ -88,10 +118,43 @@ function parseFlags(argv: readonly string[], from: number): UpstreamFlag[] {
   return flags;
 }
 
-function readCommand(argv: readonly string[], containerName: string, place: UpstreamCommand['place']): UpstreamCommand | undefined {
+/** The last occurrence of flag `name` (Go flag parsers keep the last value). */
+function lastFlag<F extends UpstreamFlag>(flags: readonly F[], name: string): F | undefined {
+  let last: F | undefined;
+  for (const flag of flags) if (flag.name === name) last = flag;
+  return last;
+}
+
+/**
+ * `--admin-address` of a Contour command: a path is the socket (from the socket on); a host is the TCP
+ * admin with the command's `--admin-port` (before it; `contour bootstrap` defaults the port to 9001).
+ */
+function addressFlagValue(value: string, port: string | undefined): string {
+  if (value.startsWith('/')) return `unix:${value}`;
+  if (value.startsWith('unix:') || value.startsWith('http://')) return value;
+  const hostPort = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
+  if (hostPort) return loopbackAddressFor(hostPort[1] as string, Number(hostPort[2])) ?? value;
+  const portNumber = port !== undefined && /^\d{1,5}$/.test(port) ? Number(port) : CONTOUR_TCP_ADMIN_PORT;
+  return loopbackAddressFor(value, portNumber) ?? value;
+}
+
+function adminFlags(flags: readonly UpstreamFlag[]): AdminFlags {
+  const address = lastFlag(flags, 'admin-address');
+  const port = lastFlag(flags, 'admin-port');
+  const admin: AdminFlags = {};
+  if (address?.value !== undefined) admin.address = { value: addressFlagValue(address.value, port?.value), text: address.text };
+  if (port?.value !== undefined) admin.port = { value: port.value, text: port.text };
+  return admin;
+}
+
+function readCommand(argv: readonly string[], containerName: string, place: CommandReading['place']): ShutdownCommand | BootstrapCommand | undefined {
   const found = findSubcommand(argv);
   if (found === undefined) return undefined;
-  return { program: found.program, subcommand: found.subcommand, containerName, place, flags: parseFlags(argv, found.end) };
+  const { program, subcommand } = found;
+  const flags = parseFlags(argv, found.end);
+  const reading = { program, containerName, place, where: describeCommand(program, subcommand, containerName, place), admin: adminFlags(flags) };
+  if (subcommand === 'bootstrap') return { ...reading, subcommand, flags };
+  return { ...reading, subcommand, flags: flags.map((flag) => ({ ...flag, meaning: flagMeaning(program, subcommand, flag.name, flag.value) })) };
 }
 
 /** The string elements of the lists, in order: a hand-written pod may hold anything. */
@@ -105,8 +168,8 @@ function stringsOf(...lists: (readonly unknown[] | undefined)[]): string[] {
  * The shutdown commands of the sidecars (their own command line and their preStop) and of Envoy's own
  * preStop when it runs `contour envoy shutdown` itself, in that order.
  */
-export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef[]): UpstreamCommand[] {
-  const found: UpstreamCommand[] = [];
+export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef[]): ShutdownCommand[] {
+  const found: ShutdownCommand[] = [];
   for (const { container } of sidecars) {
     for (const command of [
       readCommand(stringsOf(container.lifecycle?.preStop?.exec?.command), container.name, 'preStop'),
@@ -121,19 +184,12 @@ export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef
 }
 
 /** `contour bootstrap` in the pod's (non-sidecar) init containers. */
-export function contourBootstrapCommands(pod: Pod): UpstreamCommand[] {
-  const found: UpstreamCommand[] = [];
+export function contourBootstrapCommands(pod: Pod): BootstrapCommand[] {
+  const found: BootstrapCommand[] = [];
   for (const container of pod.spec.initContainers ?? []) {
     if (container.restartPolicy === 'Always') continue;
     const command = readCommand(stringsOf(container.command, container.args), container.name, 'command');
     if (command !== undefined && command.subcommand === 'bootstrap') found.push(command);
   }
   return found;
-}
-
-/** The last occurrence of flag `name` in `command` (Go flag parsers keep the last value). */
-export function flagOf(command: UpstreamCommand, name: string): UpstreamFlag | undefined {
-  let last: UpstreamFlag | undefined;
-  for (const flag of command.flags) if (flag.name === name) last = flag;
-  return last;
 }

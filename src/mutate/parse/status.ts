@@ -3,7 +3,7 @@
  * what it did. A re-invocation restores what a later webhook undid (docs/design.md, "The status
  * annotation and re-invocation").
  */
-import type { Pod } from '../k8s';
+import type { Pod } from '../../k8s';
 import { Annotations } from './annotations';
 
 export interface StatusRecord {

@@ -1,5 +1,6 @@
 /**
- * JSON value helpers, written as plain loops because they run over whole pods on every request.
+ * JSON value helpers of the core (src/mutate: the plan compares probes, the patch stage copies and
+ * compares nodes), written as plain loops because they run over whole pods on every request.
  *
  * Not util.isDeepStrictEqual / structuredClone: those carry prototypes across realms (jest's VM
  * sandbox, for one), so a cloned array can fail `instanceof Array` in a library such as rfc6902,
@@ -26,8 +27,14 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   const left = a as JsonObject;
   const right = b as JsonObject;
+  // The left side's names as a list, not `for...in` with `left[key]`: under that loop V8 (Node 24's
+  // Maglev) specialises the keyed loads to the names it saw first, and the verification's pod-sized
+  // compare then deoptimised it over and over (some 300 times in 20,000 mutate() calls, a tenth of
+  // mutate()'s time on the Contour pod).
+  const names = Object.keys(left);
   let leftKeys = 0;
-  for (const key in left) {
+  for (let i = 0; i < names.length; i += 1) {
+    const key = names[i] as string;
     if (left[key] === undefined) continue;
     leftKeys += 1;
     if (!jsonEqual(left[key], right[key])) return false;

@@ -1,4 +1,4 @@
-import { compareQuantities, isValidQuantity, parseQuantity } from '../../../src/mutate/k8s/quantity';
+import { compareQuantities, isValidQuantity, parseQuantity } from '../../../src/k8s/quantity';
 
 describe('parseQuantity', () => {
   test.each<[string | number, string | number]>([

@@ -4,8 +4,9 @@
  * fields are preserved because the core only ever emits targeted JSON Patch operations.
  *
  * Beside the types: shape.ts checks the JSON shape of what drainguard reads, validate.ts the API
- * server's rules a patch could break, quantity.ts resource quantities. Nothing here imports anything
- * else of drainguard.
+ * server's rules a patch could break (and the names it accepts), quantity.ts resource quantities.
+ * Nothing here imports anything else of drainguard, so the configuration (src/config) and the core
+ * (src/mutate) both use it without depending on each other.
  */
 
 export type Quantity = string | number;

@@ -1,12 +1,12 @@
 /**
- * Which container is Envoy, and which are shutdown-manager sidecars.
+ * Which container is Envoy, and what shows it (docs/design.md, "Which pods").
  */
 import type { Config } from '../../config/types';
-import { DRAIN_SUBCOMMAND, PROGRAM_NAME } from '../../drain-contract';
-import type { Container, LifecycleHandler, Pod } from '../k8s';
-
-/** plan/annotations.ts names it too; envoy/ is read before plan/ and imports nothing from it. */
-const ENVOY_CONTAINER_ANNOTATION = 'drainguard.io/envoy-container';
+import type { Container, Pod } from '../../k8s';
+import { Annotations } from '../parse';
+import { isDrainguardHook } from './hooks';
+import { shutdownManagerCandidates, type SidecarRef } from './sidecars';
+import { basename, commandWords, WHITESPACE_RUN } from './words';
 
 /** `registry.example.com:5000/envoyproxy/envoy:v1.33@sha256:…` → `envoyproxy/envoy`. */
 export function imageRepository(image: string): string {
@@ -127,8 +127,7 @@ export function imageName(image: string | undefined): string | undefined {
   return repository.slice(repository.lastIndexOf('/') + 1);
 }
 
-function supervisorOf(container: Container): { supervisor: Supervisor; found: string } | undefined {
-  const program = programOf(container);
+function supervisorOf(container: Container, program: string | undefined): { supervisor: Supervisor; found: string } | undefined {
   const image = imageName(container.image);
   const args = container.command === undefined || container.command.length === 0 ? (container.args ?? []) : [];
   for (const supervisor of SUPERVISORS) {
@@ -141,51 +140,61 @@ function supervisorOf(container: Container): { supervisor: Supervisor; found: st
   return undefined;
 }
 
-/** Whether the pod has the shape of a project whose Envoy container drainguard knows by name. */
-function hasKnownShape(pod: Pod, config: Config, envoyIndex: number): string | undefined {
-  const sidecar = findShutdownManagers(pod, config, envoyIndex).find((s) => s.flavor !== 'unknown');
+/**
+ * Whether the pod has the shape of a project whose Envoy container drainguard knows by name: a Contour
+ * or Envoy Gateway shutdown-manager other than the container itself, or `contour bootstrap` in an init
+ * container.
+ */
+function hasKnownShape(pod: Pod, candidates: readonly SidecarRef[], envoyIndex: number): string | undefined {
+  const sidecar = candidates.find((s) => s.flavor !== 'unknown' && !(s.list === 'containers' && s.index === envoyIndex));
   if (sidecar !== undefined) return `the ${sidecar.flavor === 'contour' ? 'Contour' : 'Envoy Gateway'} shape (shutdown-manager sidecar ${sidecar.container.name})`;
   const bootstrap = (pod.spec.initContainers ?? []).find((c) => c.restartPolicy !== 'Always' && commandWords(c).some((w, i, all) => basename(w) === 'contour' && all[i + 1] === 'bootstrap'));
   return bootstrap === undefined ? undefined : `the Contour shape (init container ${bootstrap.name} runs contour bootstrap)`;
 }
 
-/** Whether a preStop is drainguard's drain (`…/envoy-shutdown drain …`). */
-export function isDrainguardHook(handler: LifecycleHandler | undefined): boolean {
-  const command = handler?.exec?.command;
-  return command !== undefined && (command[0] ?? '').endsWith(`/${PROGRAM_NAME}`) && command[1] === DRAIN_SUBCOMMAND;
-}
-
 /** Why this container is Envoy (`runs the envoy binary`), or undefined when nothing says so. */
-function envoyEvidence(pod: Pod, config: Config, container: Container, index: number): string | undefined {
-  if (programOf(container) === 'envoy') return 'runs the envoy binary';
+function envoyEvidence(pod: Pod, config: Config, container: Container, program: string | undefined, index: number, candidates: () => readonly SidecarRef[]): string | undefined {
+  if (program === 'envoy') return 'runs the envoy binary';
   // An earlier pass found it by a shape whose sidecar it removed: its own drain still shows it.
   if (isDrainguardHook(container.lifecycle?.preStop)) return "has drainguard's drain preStop from an earlier run";
   if (isEnvoyImage(container.image, config.envoyImageRepositories)) return `runs the Envoy image ${container.image}`;
   if (container.name !== config.envoyContainerName) return undefined;
-  const shape = hasKnownShape(pod, config, index);
+  const shape = hasKnownShape(pod, candidates(), index);
   return shape === undefined ? undefined : `has Envoy's name in ${shape}`;
 }
 
-export function findEnvoy(pod: Pod, config: Config, overrideName: string | undefined): EnvoyDetection {
+/**
+ * The pod's Envoy container. `candidates` gives the pod's shutdown-manager candidates
+ * (`shutdownManagerCandidates`), asked for only when a container's name is all that could show Envoy:
+ * at most once, for the one container with Envoy's configured name.
+ */
+export function findEnvoy(
+  pod: Pod,
+  config: Config,
+  overrideName: string | undefined,
+  candidates: () => readonly SidecarRef[] = () => shutdownManagerCandidates(pod, config),
+): EnvoyDetection {
   const containers = pod.spec.containers;
   if (overrideName !== undefined) {
     const index = containers.findIndex((c) => c.name === overrideName);
     if (index === -1) return { found: false, kind: 'missing-override', missingOverride: overrideName };
-    const supervised = supervisorOf(containers[index] as Container);
+    const container = containers[index] as Container;
+    const supervised = supervisorOf(container, programOf(container));
     if (supervised !== undefined) {
       return { found: false, kind: 'supervised', container: overrideName, supervisor: supervised.supervisor, evidence: supervised.found, forced: true };
     }
-    return { found: true, index, evidence: `named by the ${ENVOY_CONTAINER_ANNOTATION} annotation` };
+    return { found: true, index, evidence: `named by the ${Annotations.envoyContainer} annotation` };
   }
   let chosen: { index: number; evidence: string } | undefined;
   let supervised: { container: string; supervisor: Supervisor; found: string } | undefined;
   for (const [index, container] of containers.entries()) {
-    const supervisor = supervisorOf(container);
+    const program = programOf(container);
+    const supervisor = supervisorOf(container, program);
     if (supervisor !== undefined) {
       supervised ??= { container: container.name, ...supervisor };
       continue;
     }
-    const evidence = envoyEvidence(pod, config, container, index);
+    const evidence = envoyEvidence(pod, config, container, program, index, candidates);
     // The container with Envoy's configured name wins over another that runs Envoy too.
     if (evidence !== undefined && (chosen === undefined || container.name === config.envoyContainerName)) chosen = { index, evidence };
   }
@@ -195,81 +204,4 @@ export function findEnvoy(pod: Pod, config: Config, overrideName: string | undef
   }
   const named = containers.find((c) => c.name === config.envoyContainerName);
   return { found: false, kind: 'none', namedOnly: named?.name };
-}
-
-/** Which project's shutdown-manager this is: each has a known admin address default. */
-export type SidecarFlavor = 'contour' | 'envoy-gateway' | 'unknown';
-
-export interface SidecarRef {
-  list: 'containers' | 'initContainers';
-  index: number;
-  container: Container;
-  flavor: SidecarFlavor;
-}
-
-/** Where the sidecar is in the pod, as a patch path. */
-export function sidecarPath(sidecar: SidecarRef): ['spec', SidecarRef['list'], number] {
-  return ['spec', sidecar.list, sidecar.index];
-}
-
-function commandLine(container: Container): string {
-  return [...(container.command ?? []), ...(container.args ?? [])].join(' ');
-}
-
-/** The last path segment: `/bin/contour` → `contour`. */
-export function basename(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
-const WHITESPACE = /\s/;
-const WHITESPACE_RUN = /\s+/;
-
-/**
- * The words of the container's command line: its elements, each split at whitespace (one element may
- * hold several words). Most elements hold one, and are taken without a split.
- */
-function commandWords(container: Container): string[] {
-  const words: string[] = [];
-  for (const list of [container.command ?? [], container.args ?? []]) {
-    for (const element of list) {
-      if (!WHITESPACE.test(element)) {
-        if (element !== '') words.push(element);
-        continue;
-      }
-      for (const word of element.split(WHITESPACE_RUN)) if (word !== '') words.push(word);
-    }
-  }
-  return words;
-}
-
-function sidecarFlavor(container: Container): SidecarFlavor {
-  const words = commandWords(container);
-  for (let i = 0; i + 2 < words.length; i += 1) {
-    if (words[i + 1] === 'envoy' && words[i + 2] === 'shutdown-manager') {
-      const program = basename(words[i] as string);
-      if (program === 'envoy-gateway') return 'envoy-gateway';
-      if (program === 'contour') return 'contour';
-    }
-  }
-  return 'unknown';
-}
-
-function isShutdownManager(container: Container, config: Config): boolean {
-  return container.name === config.shutdownManagerContainerName || commandLine(container).includes('envoy shutdown-manager');
-}
-
-/** Shutdown-manager sidecars: regular containers, and native sidecars (init containers with restartPolicy Always). */
-export function findShutdownManagers(pod: Pod, config: Config, envoyIndex: number): SidecarRef[] {
-  const found: SidecarRef[] = [];
-  pod.spec.containers.forEach((container, index) => {
-    if (index !== envoyIndex && isShutdownManager(container, config)) {
-      found.push({ list: 'containers', index, container, flavor: sidecarFlavor(container) });
-    }
-  });
-  (pod.spec.initContainers ?? []).forEach((container, index) => {
-    if (container.restartPolicy === 'Always' && isShutdownManager(container, config)) {
-      found.push({ list: 'initContainers', index, container, flavor: sidecarFlavor(container) });
-    }
-  });
-  return found;
 }

@@ -19,12 +19,8 @@
  * read-only admin proxy listener, where the drain's POSTs do not exist.
  */
 import { readAdminAddress, type AdminAddress } from '../../drain-contract';
-import type { Container, Pod } from '../k8s';
-import { bootstrapAdmin, loopbackAddressFor } from './args';
-import type { SidecarRef } from './detect';
-import { drainguardHookAdmin } from './hooks';
-import { normalizeMountPath } from './install-target';
-import { contourBootstrapCommands, describeCommand, flagOf, type UpstreamCommand } from './upstream-commands';
+import { CONTOUR_TCP_ADMIN_PORT, type BootstrapCommand, type EnvoyPod, type ShutdownCommand } from '../facts';
+import { Annotations } from '../parse';
 
 /** Where the drain program's admin address came from, highest precedence first. */
 export type AdminAddressSource =
@@ -40,12 +36,8 @@ export type AdminAddressSource =
   | 'default';
 
 export const CONTOUR_ADMIN_SOCKET = 'unix:/admin/admin.sock';
-/** Contour's admin before the socket (`contour bootstrap` defaults: 127.0.0.1, port 9001). */
-export const CONTOUR_TCP_ADMIN_PORT = 9001;
 export const ENVOY_GATEWAY_ADMIN_ADDRESS = 'http://127.0.0.1:19000';
 export const DEFAULT_ADMIN_ADDRESS = 'http://127.0.0.1:9901';
-const ADMIN_SOCKET_DIRECTORY = '/admin';
-const ANNOTATION = 'drainguard.io/admin-address';
 
 export interface ResolvedAdmin {
   address: AdminAddress;
@@ -70,30 +62,9 @@ interface Candidate {
   reason: string;
 }
 
-/** Whether Envoy mounts an emptyDir at /admin: Contour's admin socket directory from the socket on. */
-export function hasAdminSocketVolume(pod: Pod, envoy: Container): boolean {
-  const mount = (envoy.volumeMounts ?? []).find((m) => normalizeMountPath(m.mountPath) === ADMIN_SOCKET_DIRECTORY);
-  const volume = mount && (pod.spec.volumes ?? []).find((v) => v.name === mount.name);
-  return volume?.emptyDir !== undefined;
-}
-
-/**
- * `--admin-address` of a Contour command: a path is the socket (from the socket on); a host is the TCP
- * admin with the command's `--admin-port` (before it; `contour bootstrap` defaults the port to 9001).
- */
-function addressFlagValue(command: UpstreamCommand, value: string): string {
-  if (value.startsWith('/')) return `unix:${value}`;
-  if (value.startsWith('unix:') || value.startsWith('http://')) return value;
-  const hostPort = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
-  if (hostPort) return loopbackAddressFor(hostPort[1] as string, Number(hostPort[2])) ?? value;
-  const port = flagOf(command, 'admin-port')?.value;
-  const portNumber = port !== undefined && /^\d{1,5}$/.test(port) ? Number(port) : CONTOUR_TCP_ADMIN_PORT;
-  return loopbackAddressFor(value, portNumber) ?? value;
-}
-
 /** The candidates of one kind of command (sidecar shutdown commands, or `contour bootstrap`). */
 function flagCandidates(
-  commands: readonly UpstreamCommand[],
+  commands: readonly (ShutdownCommand | BootstrapCommand)[],
   socketVolume: boolean,
   sources: { address: AdminAddressSource; port: AdminAddressSource },
   warnings: string[],
@@ -101,69 +72,55 @@ function flagCandidates(
   const address: Candidate[] = [];
   const port: Candidate[] = [];
   for (const command of commands) {
-    const addressFlag = flagOf(command, 'admin-address');
-    if (addressFlag?.value !== undefined) {
-      address.push({ value: addressFlagValue(command, addressFlag.value), source: sources.address, reason: `${addressFlag.text} of ${describeCommand(command)}` });
+    const { admin } = command;
+    if (admin.address !== undefined) {
+      address.push({ value: admin.address.value, source: sources.address, reason: `${admin.address.text} of ${command.where}` });
       continue;
     }
-    const portFlag = flagOf(command, 'admin-port');
-    if (portFlag?.value === undefined || command.program !== 'contour') continue;
+    if (admin.port === undefined || command.program !== 'contour') continue;
     if (socketVolume) {
       warnings.push(
-        `${portFlag.text} of ${describeCommand(command)} ignored: Envoy has the /admin emptyDir of Contour's admin socket, ` +
+        `${admin.port.text} of ${command.where} ignored: Envoy has the /admin emptyDir of Contour's admin socket, ` +
           'and from the socket on Contour ignores this deprecated flag',
       );
       continue;
     }
-    port.push({ value: `http://127.0.0.1:${portFlag.value}`, source: sources.port, reason: `${portFlag.text} of ${describeCommand(command)}` });
+    port.push({ value: `http://127.0.0.1:${admin.port.value}`, source: sources.port, reason: `${admin.port.text} of ${command.where}` });
   }
   return { address, port };
 }
 
-/** A Contour sidecar or `contour envoy shutdown` hook, or the `contour bootstrap` init container. */
-export function isContourPod(sidecars: readonly SidecarRef[], shutdowns: readonly UpstreamCommand[], bootstraps: readonly UpstreamCommand[]): boolean {
-  return sidecars.some((s) => s.flavor === 'contour') || shutdowns.some((c) => c.program === 'contour') || bootstraps.length > 0;
-}
-
-/**
- * The admin address for `envoy`. `shutdowns` are `shutdownCommands(envoy, sidecars)`, which the plan
- * has already read for the drain settings.
- */
-export function resolveAdminAddress(
-  pod: Pod,
-  envoy: Container,
-  sidecars: readonly SidecarRef[],
-  shutdowns: readonly UpstreamCommand[],
-  annotationValue: string | undefined,
-): { admin: ResolvedAdmin; warnings: string[] } {
+/** The admin address the drain program talks to, and the warnings about the candidates passed over. */
+export function adminAddress(pod: EnvoyPod): { admin: ResolvedAdmin; warnings: string[] } {
   const warnings: string[] = [];
-  const fromArgs = bootstrapAdmin(envoy);
+  const { envoy } = pod;
+  const fromArgs = envoy.configYamlAdmin;
   if (fromArgs?.kind === 'unusable') {
     warnings.push(`Envoy's --config-yaml admin address (${fromArgs.description}) is not reachable from inside the pod; ignored`);
   }
-  const socketVolume = hasAdminSocketVolume(pod, envoy);
-  const bootstraps = contourBootstrapCommands(pod);
-  const sidecarFlags = flagCandidates(shutdowns, socketVolume, { address: 'sidecar-admin-address', port: 'sidecar-admin-port' }, warnings);
-  const bootstrapFlags = flagCandidates(bootstraps, socketVolume, { address: 'bootstrap-flag', port: 'bootstrap-flag' }, warnings);
+  const socketVolume = envoy.adminSocketVolume;
+  const sidecarFlags = flagCandidates(pod.shutdownCommands, socketVolume, { address: 'sidecar-admin-address', port: 'sidecar-admin-port' }, warnings);
+  const bootstrapFlags = flagCandidates(pod.bootstrapCommands, socketVolume, { address: 'bootstrap-flag', port: 'bootstrap-flag' }, warnings);
 
   const candidates: Candidate[] = [];
-  if (annotationValue !== undefined) candidates.push({ value: annotationValue, source: 'annotation', reason: `the ${ANNOTATION} annotation` });
+  const annotationValue = pod.annotations.overrides.adminAddress;
+  if (annotationValue !== undefined) candidates.push({ value: annotationValue, source: 'annotation', reason: `the ${Annotations.adminAddress} annotation` });
   if (fromArgs !== undefined && fromArgs.kind !== 'unusable') {
     candidates.push({ value: fromArgs.address, source: 'envoy-args', reason: "admin.address in Envoy's --config-yaml" });
   }
-  const previous = drainguardHookAdmin(envoy.lifecycle?.preStop);
+  const previous = envoy.preStop.kind === 'drainguard' ? envoy.preStop.admin : undefined;
   if (previous !== undefined) candidates.push({ value: previous, source: 'drainguard-hook', reason: "drainguard's own preStop from an earlier run" });
   candidates.push(...sidecarFlags.address, ...sidecarFlags.port, ...bootstrapFlags.address, ...bootstrapFlags.port);
   if (socketVolume) {
     candidates.push({ value: CONTOUR_ADMIN_SOCKET, source: 'admin-volume', reason: "Contour's admin socket: an emptyDir mounted at /admin in Envoy" });
-  } else if (isContourPod(sidecars, shutdowns, bootstraps)) {
+  } else if (pod.contourShape) {
     candidates.push({
       value: `http://127.0.0.1:${CONTOUR_TCP_ADMIN_PORT}`,
       source: 'contour-tcp',
       reason: `Contour release without the admin socket: no /admin emptyDir (up to v1.18.0 Contour's admin listens on 127.0.0.1:${CONTOUR_TCP_ADMIN_PORT})`,
     });
   }
-  if (sidecars.some((s) => s.flavor === 'envoy-gateway')) {
+  if (pod.envoyGatewaySidecar) {
     candidates.push({ value: ENVOY_GATEWAY_ADMIN_ADDRESS, source: 'envoy-gateway-default', reason: "Envoy Gateway's shutdown-manager: its admin is always 127.0.0.1:19000" });
   }
 
@@ -181,9 +138,9 @@ export function resolveAdminAddress(
 }
 
 /** The warning for a guessed admin address: what drainguard used, and what to set instead. */
-export function guessedAdminWarning(envoy: Container, admin: ResolvedAdmin): string {
+export function guessedAdminWarning(envoyName: string, admin: ResolvedAdmin): string {
   return (
-    `container ${envoy.name}: the drain's admin address ${admin.address.text} is a guess (Envoy's usual admin port; nothing in ` +
-    `the pod shows where the admin listens): set the ${ANNOTATION} annotation if it listens elsewhere`
+    `container ${envoyName}: the drain's admin address ${admin.address.text} is a guess (Envoy's usual admin port; nothing in ` +
+    `the pod shows where the admin listens): set the ${Annotations.adminAddress} annotation if it listens elsewhere`
   );
 }

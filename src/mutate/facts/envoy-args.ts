@@ -5,7 +5,7 @@
  * elements. `--flag=value` is accepted too.
  */
 import { parse as parseYaml } from 'yaml';
-import type { Container } from '../k8s';
+import type { Container } from '../../k8s';
 
 /** `--flag value` (or `-f value`) in one element: TCLAP splits it at the first whitespace. */
 const SPACED_FLAG = /^(-{1,2}[A-Za-z][\w-]*)\s+([\s\S]*)$/;
@@ -36,29 +36,46 @@ export function envoyTokens(container: Container): string[] {
   return tokens;
 }
 
-/** The value of the first occurrence of any of `names` (`-c X`, `--config-path X`, `--config-path=X`): the token after it. */
-export function flagValue(container: Container, names: readonly string[]): string | undefined {
+/** The flags of Envoy's that drainguard reads, each with its aliases. */
+const ENVOY_FLAGS = {
+  /** The bootstrap file. */
+  configPath: ['-c', '--config-path'],
+  /** An inline bootstrap, which may name the admin listener. */
+  configYaml: ['--config-yaml'],
+  /** Envoy Gateway renders it from v1.2 on (components.ts). */
+  drainTimeSeconds: ['--drain-time-s'],
+} as const satisfies Record<string, readonly string[]>;
+
+/** The value of each flag drainguard reads: the token after its first occurrence (`-c X`, `--config-path X`, `--config-path=X`). */
+export type EnvoyArgs = { -readonly [K in keyof typeof ENVOY_FLAGS]?: string };
+
+/** Envoy's flags, read in one pass over its command line. */
+export function readEnvoyArgs(container: Container): EnvoyArgs {
   // A token is an element or a part of one, so a name that no element contains is not there: most
-  // command lines lack `--config-yaml`, and are answered without splitting any element.
-  const named = (list: readonly string[] | undefined): boolean =>
+  // command lines lack most flags, and one that has none of them is answered without splitting any element.
+  const named = (names: readonly string[]) => (list: readonly string[] | undefined): boolean =>
     (list ?? []).some((element) => typeof element === 'string' && names.some((name) => element.includes(name)));
-  if (!named(container.command) && !named(container.args)) return undefined;
-  let value: string | undefined;
-  let valueIsNext = false;
+  const wanted = (Object.keys(ENVOY_FLAGS) as (keyof typeof ENVOY_FLAGS)[]).filter((key) => named(ENVOY_FLAGS[key])(container.command) || named(ENVOY_FLAGS[key])(container.args));
+  const found: EnvoyArgs = {};
+  if (wanted.length === 0) return found;
+  const valueIsNext = new Set<keyof typeof ENVOY_FLAGS>();
+  let left = wanted.length;
   visitTokens(container, (token) => {
-    if (valueIsNext) {
-      value = token;
-      return true;
+    for (const key of wanted) {
+      if (found[key] !== undefined) continue;
+      if (valueIsNext.has(key)) {
+        found[key] = token;
+        left -= 1;
+      } else if ((ENVOY_FLAGS[key] as readonly string[]).includes(token)) valueIsNext.add(key);
     }
-    valueIsNext = names.includes(token);
-    return false;
+    return left === 0;
   });
-  return value;
+  return found;
 }
 
-/** Envoy's bootstrap file (`-c` / `--config-path`), when it is an absolute path. */
-export function configPath(container: Container): string | undefined {
-  const path = flagValue(container, ['-c', '--config-path']);
+/** Envoy's bootstrap file, when it is an absolute path. */
+export function configPath(args: EnvoyArgs): string | undefined {
+  const path = args.configPath;
   return path !== undefined && path.startsWith('/') ? path : undefined;
 }
 
@@ -84,8 +101,8 @@ interface AdminSection {
   };
 }
 
-export function bootstrapAdmin(container: Container): BootstrapAdmin | undefined {
-  const yamlText = flagValue(container, ['--config-yaml']);
+/** The admin listener of an inline bootstrap (`--config-yaml`'s value). */
+export function bootstrapAdmin(yamlText: string | undefined): BootstrapAdmin | undefined {
   if (yamlText === undefined) return undefined;
   let bootstrap: unknown;
   try {

@@ -1,5 +1,5 @@
-import { validatePod, type Container, type Pod } from '../../../src/mutate';
-import { portNameProblem } from '../../../src/mutate/k8s/validate';
+import type { Container, Pod } from '../../../src/k8s';
+import { portNameProblem, validatePod } from '../../../src/k8s/validate';
 
 function pod(containers: Container[], extra: Partial<Pod['spec']> = {}): Pod {
   return { spec: { containers, ...extra } };

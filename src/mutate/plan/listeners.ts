@@ -1,25 +1,9 @@
 /**
- * Ports of the Envoy container that the drain must ignore: health-check and metrics traffic keeps
- * arriving during a drain (kubelet probes, Prometheus) and would otherwise hold the drain open.
+ * The listeners the drain does not count: what the pod shows of Envoy's non-traffic ports, and the
+ * non-traffic listeners of the project whose pod it is (docs/upstream-shapes.md).
  */
-import type { Container, IntOrString, Pod, Probe } from '../k8s';
-
-/** A probe or hook port: a number, or the name of one of the container's ports. */
-export function resolvePort(port: IntOrString | undefined, container: Container): number | undefined {
-  if (typeof port === 'number') return Number.isInteger(port) && port > 0 && port <= 65535 ? port : undefined;
-  if (typeof port !== 'string') return undefined;
-  if (/^[0-9]+$/.test(port)) return resolvePort(Number(port), container);
-  return container.ports?.find((p) => p.name === port)?.containerPort;
-}
-
-export function probePort(probe: Probe | undefined, container: Container): number | undefined {
-  if (probe === undefined) return undefined;
-  return resolvePort(probe.httpGet?.port ?? probe.tcpSocket?.port ?? probe.grpc?.port, container);
-}
-
-const METRICS_PORT_NAME = /metrics|stats/i;
-/** The scrape port a pod announces to Prometheus: a stats listener of Envoy's, never traffic. */
-const PROMETHEUS_PORT_ANNOTATION = 'prometheus.io/port';
+import type { DrainArguments } from '../../drain-contract';
+import type { EnvoyPod, PortHint } from '../facts';
 
 /** A listener the drain does not count, and every reason it is not traffic. */
 export interface ExcludedListener {
@@ -38,7 +22,7 @@ export interface ShapeListener {
  * (`stats` and `health` when configured apart), and from the admin socket on the read-only admin proxy
  * `envoy-admin` on 127.0.0.1:9001, which answers /stats and /ready to anyone who port-forwards to it.
  */
-export function contourListeners(adminSocket: boolean): ShapeListener[] {
+function contourListeners(adminSocket: boolean): ShapeListener[] {
   const listeners: ShapeListener[] = [{ port: 8002, reason: "Contour's stats and health listener (stats-health, 0.0.0.0:8002 by default)" }];
   if (adminSocket) listeners.push({ port: 9001, reason: "Contour's read-only admin listener envoy-admin (127.0.0.1:9001), from the admin socket releases on" });
   return listeners;
@@ -48,7 +32,7 @@ export function contourListeners(adminSocket: boolean): ShapeListener[] {
  * Envoy Gateway's (internal/xds/bootstrap): the stats listener on 19001 (also the readiness listener up
  * to v1.3) and from v1.4 the readiness listener on 19003, which its own shutdown manager leaves out too.
  */
-export const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
+const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
   { port: 19001, reason: "Envoy Gateway's stats listener (envoy-gateway-proxy-stats, 19001; the readiness listener up to v1.3)" },
   { port: 19003, reason: "Envoy Gateway's readiness listener (19003, from v1.4)" },
 ];
@@ -59,7 +43,7 @@ export const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
  * listeners (`shape`). The admin port is left out: the drain program ignores the admin listener anyway,
  * and leaving it out keeps the hook identical when drainguard's own liveness probe targets it.
  */
-export function excludedListeners(pod: Pod, envoy: Container, shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
+function excludedListeners(hints: readonly PortHint[], shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
   const found = new Map<number, string[]>();
   const note = (port: number | undefined, reason: string) => {
     if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535 || port === adminPort) return;
@@ -67,13 +51,7 @@ export function excludedListeners(pod: Pod, envoy: Container, shape: readonly Sh
     if (reasons === undefined) found.set(port, [reason]);
     else if (!reasons.includes(reason)) reasons.push(reason);
   };
-  note(probePort(envoy.readinessProbe, envoy), "Envoy's readiness probe");
-  note(probePort(envoy.livenessProbe, envoy), "Envoy's liveness probe");
-  for (const port of envoy.ports ?? []) {
-    if (port.name !== undefined && METRICS_PORT_NAME.test(port.name)) note(port.containerPort, `Envoy's port ${port.name}`);
-  }
-  const scrape = pod.metadata?.annotations?.[PROMETHEUS_PORT_ANNOTATION];
-  if (typeof scrape === 'string' && /^[0-9]{1,5}$/.test(scrape)) note(Number(scrape), `the pod's ${PROMETHEUS_PORT_ANNOTATION} annotation`);
+  for (const hint of hints) note(hint.port, hint.reason);
   for (const listener of shape) note(listener.port, listener.reason);
   return [...found].map(([port, reasons]) => ({ port, reasons })).sort((a, b) => a.port - b.port);
 }
@@ -87,7 +65,30 @@ export function listenerExclusionPattern(port: number): string {
 }
 
 /** The port of a pattern `listenerExclusionPattern` wrote, or undefined for any other pattern. */
-export function listenerExclusionPort(pattern: string): number | undefined {
+function listenerExclusionPort(pattern: string): number | undefined {
   const match = /^_([1-9][0-9]{0,4})\$$/.exec(pattern);
   return match ? Number(match[1]) : undefined;
+}
+
+/** The non-traffic listeners of the project whose pod this is (docs/upstream-shapes.md). */
+function shapeListeners(pod: EnvoyPod): ShapeListener[] {
+  if (pod.contourShape) return contourListeners(pod.envoy.adminSocketVolume);
+  if (pod.envoyGatewaySidecar) return [...ENVOY_GATEWAY_LISTENERS];
+  return [];
+}
+
+/**
+ * The listeners the drain does not count. drainguard's earlier hook keeps the project's listeners it
+ * found: what showed the project (the sidecar) may be gone or changed since, and the hook must come
+ * out the same.
+ */
+export function listenersNotCounted(pod: EnvoyPod, previous: DrainArguments | undefined, adminPort: number | undefined): ExcludedListener[] {
+  const shape =
+    previous === undefined
+      ? shapeListeners(pod)
+      : previous.excludeListeners.flatMap((pattern) => {
+          const port = listenerExclusionPort(pattern);
+          return port === undefined ? [] : [{ port, reason: "drainguard's own preStop from an earlier run" }];
+        });
+  return excludedListeners(pod.envoy.nonTrafficPorts, shape, adminPort);
 }

@@ -1,29 +1,33 @@
 /**
- * Envoy's existing preStop hook: drainguard replaces only hooks it recognises as the
- * shutdown-manager handshake (or its own). Anything else is the user's and is kept.
+ * Envoy's existing preStop hook, classified once: drainguard's own drain from an earlier pass (read
+ * with the drain program's own parser), the shutdown-manager handshake or a stand-in for one, or the
+ * user's (docs/design.md, "The preStop hook and its arguments").
  */
-import { parseDrainArguments, type DrainArguments } from '../../drain-contract';
-import type { LifecycleHandler } from '../k8s';
-import { basename, isDrainguardHook, type SidecarRef } from './detect';
-
-// Which hook is drainguard's drain is also what makes a container Envoy on a later pass (detect.ts).
-export { isDrainguardHook };
+import { DRAIN_SUBCOMMAND, parseDrainArguments, PROGRAM_NAME, type DrainArguments } from '../../drain-contract';
+import type { LifecycleHandler } from '../../k8s';
 import { resolvePort } from './ports';
+import type { SidecarRef } from './sidecars';
+import { basename } from './words';
 
-export type PreStopKind =
+/** Envoy's preStop as drainguard reads it. */
+export type EnvoyPreStop =
   /** No preStop at all. */
-  | 'none'
-  /** drainguard's own exec hook (a previous run). */
-  | 'drainguard'
-  /** A shutdown-manager handshake or a stand-in for one: replaced. */
-  | 'shutdown-manager'
-  /** Something else: kept, and the drain is not installed. */
-  | 'user'
+  | { kind: 'none' }
   /**
-   * Something else that replaced drainguard's drain after it was installed (the status annotation
-   * records the preStop): a later webhook's doing on re-invocation. Replaced back, with a warning.
+   * drainguard's own exec hook (a previous run): its `--admin`, and its settings as the drain program
+   * reads them, or why the program would refuse them (a hand-edited hook).
    */
-  | 'replaced-drain';
+  | { kind: 'drainguard'; admin: string | undefined; reading: { settings: DrainArguments } | { unreadable: string } }
+  /** A shutdown-manager handshake or a stand-in for one. */
+  | { kind: 'shutdown-manager'; description: string }
+  /** Something else: the user's. */
+  | { kind: 'user'; description: string };
+
+/** Whether a preStop is drainguard's drain (`…/envoy-shutdown drain …`). It also shows Envoy on a later pass (identity.ts). */
+export function isDrainguardHook(handler: LifecycleHandler | undefined): boolean {
+  const command = handler?.exec?.command;
+  return command !== undefined && (command[0] ?? '').endsWith(`/${PROGRAM_NAME}`) && command[1] === DRAIN_SUBCOMMAND;
+}
 
 /** Ports the shutdown-manager serves its blocking endpoints on: Contour 8090, Envoy Gateway 19002, or declared. */
 const KNOWN_SHUTDOWN_PORTS = [8090, 19002];
@@ -73,39 +77,33 @@ function isShutdownCommand(command: readonly string[]): boolean {
   return (program === 'contour' || program === 'envoy-gateway') && command[1] === 'envoy' && command[2] === 'shutdown';
 }
 
-export function classifyPreStop(handler: LifecycleHandler | undefined, sidecars: readonly SidecarRef[]): PreStopKind {
-  if (handler === undefined) return 'none';
-  if (isDrainguardHook(handler)) return 'drainguard';
+function isShutdownManagerHook(handler: LifecycleHandler, sidecars: readonly SidecarRef[]): boolean {
   const command = handler.exec?.command;
-  if (command !== undefined && (isSleepScript(command) || isShutdownCommand(command))) return 'shutdown-manager';
-  if (handler.sleep !== undefined) return 'shutdown-manager';
+  if (command !== undefined && (isSleepScript(command) || isShutdownCommand(command))) return true;
+  if (handler.sleep !== undefined) return true;
   const httpGet = handler.httpGet;
   if (httpGet !== undefined && (httpGet.path === '/shutdown' || httpGet.path === '/shutdown/ready')) {
     const port = resolveSidecarPort(httpGet.port, sidecars);
-    if (port !== undefined && isSidecarPort(port, sidecars)) return 'shutdown-manager';
+    if (port !== undefined && isSidecarPort(port, sidecars)) return true;
   }
-  return 'user';
+  return false;
 }
 
-/** The `--admin` argument of drainguard's own hook, if there is one. */
-export function drainguardHookAdmin(handler: LifecycleHandler | undefined): string | undefined {
-  if (!isDrainguardHook(handler)) return undefined;
-  const command = handler?.exec?.command ?? [];
+/** drainguard's own hook: its `--admin` argument, and its settings read with the drain program's own parser. */
+function readDrainguardHook(command: readonly string[]): Omit<Extract<EnvoyPreStop, { kind: 'drainguard' }>, 'kind'> {
   const at = command.indexOf('--admin');
-  return at === -1 ? undefined : command[at + 1];
+  const admin = at === -1 ? undefined : command[at + 1];
+  try {
+    return { admin, reading: { settings: parseDrainArguments(command.slice(2)) } };
+  } catch (error) {
+    return { admin, reading: { unreadable: (error as Error).message } };
+  }
 }
 
-/**
- * The settings of drainguard's own hook from an earlier run, read with the drain program's own parser;
- * `unreadable` when the program would refuse them (a hand-edited hook).
- */
-export function drainguardHookSettings(handler: LifecycleHandler | undefined): { settings: DrainArguments } | { unreadable: string } | undefined {
-  if (!isDrainguardHook(handler)) return undefined;
-  try {
-    return { settings: parseDrainArguments((handler?.exec?.command ?? []).slice(2)) };
-  } catch (error) {
-    return { unreadable: (error as Error).message };
-  }
+export function readEnvoyPreStop(handler: LifecycleHandler | undefined, sidecars: readonly SidecarRef[]): EnvoyPreStop {
+  if (handler === undefined) return { kind: 'none' };
+  if (isDrainguardHook(handler)) return { kind: 'drainguard', ...readDrainguardHook(handler.exec?.command ?? []) };
+  return { kind: isShutdownManagerHook(handler, sidecars) ? 'shutdown-manager' : 'user', description: describeHandler(handler) };
 }
 
 /** One-line description of a hook for warnings. */

@@ -1,0 +1,61 @@
+/**
+ * Which containers are shutdown-manager sidecars, and whose: regular containers, and native sidecars
+ * (init containers with restartPolicy Always).
+ */
+import type { Config } from '../../config/types';
+import type { Container, Pod } from '../../k8s';
+import { basename, commandWords } from './words';
+
+/** Which project's shutdown-manager this is: each has a known admin address default. */
+export type SidecarFlavor = 'contour' | 'envoy-gateway' | 'unknown';
+
+export interface SidecarRef {
+  list: 'containers' | 'initContainers';
+  index: number;
+  container: Container;
+  flavor: SidecarFlavor;
+}
+
+function commandLine(container: Container): string {
+  return [...(container.command ?? []), ...(container.args ?? [])].join(' ');
+}
+
+function sidecarFlavor(container: Container): SidecarFlavor {
+  const words = commandWords(container);
+  for (let i = 0; i + 2 < words.length; i += 1) {
+    if (words[i + 1] === 'envoy' && words[i + 2] === 'shutdown-manager') {
+      const program = basename(words[i] as string);
+      if (program === 'envoy-gateway') return 'envoy-gateway';
+      if (program === 'contour') return 'contour';
+    }
+  }
+  return 'unknown';
+}
+
+function isShutdownManager(container: Container, config: Config): boolean {
+  return container.name === config.shutdownManagerContainerName || commandLine(container).includes('envoy shutdown-manager');
+}
+
+/** Every container that is a shutdown-manager unless it is Envoy itself, containers first. */
+export function shutdownManagerCandidates(pod: Pod, config: Config): SidecarRef[] {
+  const found: SidecarRef[] = [];
+  pod.spec.containers.forEach((container, index) => {
+    if (isShutdownManager(container, config)) found.push({ list: 'containers', index, container, flavor: sidecarFlavor(container) });
+  });
+  (pod.spec.initContainers ?? []).forEach((container, index) => {
+    if (container.restartPolicy === 'Always' && isShutdownManager(container, config)) {
+      found.push({ list: 'initContainers', index, container, flavor: sidecarFlavor(container) });
+    }
+  });
+  return found;
+}
+
+/** The shutdown-manager candidates without Envoy's own container. */
+export function sidecarsBeside(candidates: readonly SidecarRef[], envoyIndex: number): SidecarRef[] {
+  return candidates.filter((sidecar) => !(sidecar.list === 'containers' && sidecar.index === envoyIndex));
+}
+
+/** Shutdown-manager sidecars of the pod whose Envoy is `spec.containers[envoyIndex]`. */
+export function findShutdownManagers(pod: Pod, config: Config, envoyIndex: number): SidecarRef[] {
+  return sidecarsBeside(shutdownManagerCandidates(pod, config), envoyIndex);
+}

@@ -1,0 +1,149 @@
+/**
+ * The steps: every change of a plan that protects an Envoy pod, in the order they are made. Each step
+ * writes what the plan decided through the one PatchBuilder, reading the draft only to leave alone what
+ * already holds (a re-invocation, a template that carries it), and is recorded as an action when it
+ * added an operation. What each change is and why: docs/pod-changes.md and docs/design.md, "What the
+ * webhook changes, and why".
+ */
+import type { Container, Pod } from '../../k8s';
+import { normalizeMountPath } from '../facts';
+import { jsonEqual } from '../../json';
+import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../parse';
+import { PatchBuilder, type PathSegment } from './builder';
+import type { MutationAction, Protect, SidecarPlace } from '../plan';
+import { VERSION } from '../../version';
+
+function containerPath(place: SidecarPlace): PathSegment[] {
+  return ['spec', place.list, place.index];
+}
+
+interface Step {
+  action: MutationAction;
+  write(plan: Protect, builder: PatchBuilder, envoyPath: readonly PathSegment[]): void;
+}
+
+/** In run order. The status annotation follows them all, recording which of them changed the pod. */
+const STEPS: readonly Step[] = [
+  {
+    // 1. cpu and memory requests for Envoy and for every sidecar that stays: one operation for a
+    //    container without requests, one per resource otherwise.
+    action: 'resource-requests',
+    write: (plan, builder) => {
+      for (const { list, index, additions, hasRequests } of plan.requests) {
+        const requestsPath = [...containerPath({ list, index }), 'resources', 'requests'];
+        if (!hasRequests) builder.set(requestsPath, additions);
+        else for (const [resource, value] of Object.entries(additions)) builder.set([...requestsPath, resource], value);
+      }
+    },
+  },
+  // 2. a liveness probe on Envoy that recovers it when stuck, when it has none;
+  {
+    action: 'liveness-probe',
+    write: (plan, builder, envoyPath) => {
+      if (plan.livenessProbe !== undefined) builder.set([...envoyPath, 'livenessProbe'], plan.livenessProbe);
+    },
+  },
+  //    and a startup probe on the same target, when Envoy had neither probe of its own.
+  {
+    action: 'startup-probe',
+    write: (plan, builder, envoyPath) => {
+      if (plan.startupProbe !== undefined) builder.set([...envoyPath, 'startupProbe'], plan.startupProbe);
+    },
+  },
+  {
+    // 3. the init container that installs the drain program (and its volume, when it needs its own).
+    action: 'installer',
+    write: (plan, builder, envoyPath) => {
+      const { container, fallback } = plan.installer;
+      if (fallback !== undefined) {
+        if (!(builder.draft.spec.volumes ?? []).some((v) => v.name === fallback.volumeName)) {
+          builder.append(['spec', 'volumes'], { name: fallback.volumeName, emptyDir: {} });
+        }
+        const { envoyMount } = fallback;
+        const mounts = (builder.read([...envoyPath, 'volumeMounts']) as Container['volumeMounts']) ?? [];
+        if (!mounts.some((m) => m.name === envoyMount.name && normalizeMountPath(m.mountPath) === envoyMount.mountPath)) {
+          builder.append([...envoyPath, 'volumeMounts'], envoyMount);
+        }
+      }
+      // Keyed by name: an identical installer stays; an outdated one (another drainguard version's
+      // image, a moved bootstrap volume) is replaced in place so it always matches Envoy's hook.
+      const initContainers = builder.draft.spec.initContainers ?? [];
+      const existing = initContainers.findIndex((c) => c.name === container.name);
+      if (existing === -1) builder.append(['spec', 'initContainers'], container);
+      else if (!jsonEqual(initContainers[existing], container)) builder.set(['spec', 'initContainers', existing], container);
+    },
+  },
+  {
+    // 4. Envoy's preStop runs the drain program;
+    action: 'prestop',
+    write: (plan, builder, envoyPath) => {
+      const path = [...envoyPath, 'lifecycle', 'preStop'];
+      if (!jsonEqual(builder.read(path), plan.preStop)) builder.set(path, plan.preStop);
+    },
+  },
+  {
+    //    and the pod is labelled protected (the reporter's selector), which it is exactly when it has the drain.
+    action: 'protected-label',
+    write: (_plan, builder) => {
+      if (builder.draft.metadata?.labels?.[PROTECTED_LABEL] !== PROTECTED_LABEL_VALUE) builder.set(['metadata', 'labels', PROTECTED_LABEL], PROTECTED_LABEL_VALUE);
+    },
+  },
+  {
+    // 5. in disarm mode, the sidecar loses its preStop and liveness probe; a lifecycle that held only
+    //    the preStop goes whole (an empty `lifecycle: {}` says nothing).
+    action: 'sidecar-disarmed',
+    write: (plan, builder) => {
+      for (const sidecar of plan.disarm) {
+        const path = containerPath(sidecar);
+        builder.remove(sidecar.wholeLifecycle ? [...path, 'lifecycle'] : [...path, 'lifecycle', 'preStop']);
+        builder.remove([...path, 'livenessProbe']);
+      }
+    },
+  },
+  {
+    // 6. the autoscaler may evict the pod's emptyDirs.
+    action: 'safe-to-evict',
+    write: (plan, builder) => {
+      if (plan.safeToEvictVolumes !== undefined) builder.set(['metadata', 'annotations', SAFE_TO_EVICT_LOCAL_VOLUMES], plan.safeToEvictVolumes);
+    },
+  },
+  {
+    // 7. the opt-in grace period floor.
+    action: 'grace-period',
+    write: (plan, builder) => {
+      if (plan.gracePeriodSeconds !== undefined) builder.set(['spec', 'terminationGracePeriodSeconds'], plan.gracePeriodSeconds);
+    },
+  },
+  // 8. in remove mode, the sidecar goes. Last: removals shift indices, and nothing after them may
+  //    address a container by index.
+  {
+    action: 'sidecar-removed',
+    write: (plan, builder) => {
+      for (const sidecar of plan.removals) builder.remove(containerPath(sidecar));
+    },
+  },
+];
+
+/** Compact JSON, keys in a fixed order: byte-identical output for identical actions. */
+export function statusValue(actions: readonly MutationAction[]): string {
+  return JSON.stringify({ version: VERSION, actions: [...actions] });
+}
+
+/** Runs every step of `plan` on `pod`; the builder holds the patch and the resulting pod. */
+export function applySteps(pod: Pod, plan: Protect): { builder: PatchBuilder; actions: MutationAction[] } {
+  const builder = new PatchBuilder(pod);
+  const envoyPath: PathSegment[] = ['spec', 'containers', plan.envoyIndex];
+  const actions: MutationAction[] = [];
+  for (const step of STEPS) {
+    const before = builder.size;
+    step.write(plan, builder, envoyPath);
+    if (builder.size > before) actions.push(step.action);
+  }
+  // 9. the status annotation: what this pass and the earlier ones did, in step order. Unchanged when a
+  //    re-invocation found everything in place, so such a pass adds no operation at all.
+  const recorded = new Set<string>([...plan.previousActions, ...actions]);
+  const value = statusValue(STEPS.map((step) => step.action).filter((action) => recorded.has(action)));
+  if (builder.draft.metadata?.annotations?.[Annotations.status] === value) return { builder, actions };
+  builder.set(['metadata', 'annotations', Annotations.status], value);
+  return { builder, actions: [...actions, 'status'] };
+}
