@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { drainHarness } from './harness';
 import { MAX_DEADLINE_SECONDS } from '../../../src/drain-contract';
-import { listenerExclusionPattern } from '../../../src/mutate/envoy/ports';
+import { listenerExclusionPattern } from '../../../src/mutate/plan/listeners';
 import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
 import { summaryOf, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 
