@@ -1,8 +1,8 @@
 /**
- * Two jest projects ("lanes"), one run. `npm test` runs both (what CI runs); `npm run test:unit` runs
+ * Three jest projects ("lanes"), one run. `npm test` runs all (what CI runs); `npm run test:unit` runs
  * only the first, which needs nothing but `npm ci`: no root, no C toolchain, no built drain program.
  * A project's globalSetup runs only when the run holds at least one of that project's tests, so the
- * drain executables are built only for the suites that execute them.
+ * drain executables are built only for the suites that execute them, and the release only for its own.
  *
  * Which folder goes in which lane is decided here, once; test/unit/test-lanes.test.ts checks that every
  * test file is in exactly one lane and that nothing in the unit lane reaches the modules that hand out
@@ -27,6 +27,9 @@ const LANES = {
   unit: ['test/unit', 'test/property', 'test/golden'],
   // Real processes, sockets, helm, chroots, the drain program natively and under qemu-user.
   system: ['test/integration', 'test/e2e'],
+  // `npm run release`'s folder: the single executables natively and under qemu-user, with the real
+  // kubectl and helm. Its own project, so that only a run holding these suites builds the release.
+  release: ['test/release'],
 };
 
 /** @type {import('jest').Config} */
@@ -45,6 +48,13 @@ module.exports = {
       roots: LANES.system.map((folder) => `<rootDir>/${folder}`),
       // Builds dist/ and both drain executables (needs the toolchain), once, before any worker.
       globalSetup: '<rootDir>/test/global-setup.ts',
+    },
+    {
+      ...project,
+      displayName: 'release',
+      roots: LANES.release.map((folder) => `<rootDir>/${folder}`),
+      // `npm run release -- --if-changed` (each executable only when its inputs changed), once, before any worker.
+      globalSetup: '<rootDir>/test/global-setup-release.ts',
     },
   ],
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],

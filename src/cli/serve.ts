@@ -11,6 +11,7 @@ import type { TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
+import { devLogStream } from './dev-log';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
 import { LOG_LEVELS, runUntilSignal, startFailure } from './service';
 
@@ -24,7 +25,7 @@ export const SERVE_FLAGS = {
   'shutdown-delay': {
     type: 'string',
     valueName: 'DURATION',
-    description: 'keep serving this long after SIGTERM while readiness fails (default 5s)',
+    description: 'keep serving this long after SIGTERM while readiness fails (default 5s; 0s with --dev)',
   },
   'tls-mode': { type: 'string', valueName: 'MODE', description: 'files (default) or self' },
   'tls-cert': { type: 'string', valueName: 'FILE', description: 'files mode: serving certificate (PEM), reloaded on change' },
@@ -55,7 +56,7 @@ export const SERVE_FLAGS = {
     description: 'admissions that may wait for a slot, in each of the small and large lines (default 32), shared fairly between client addresses; more get 429 with Retry-After',
   },
   'max-connections': { type: 'string', valueName: 'N', description: 'open connections, idle ones included (default 128), shared fairly between client addresses' },
-  dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443' },
+  dev: { type: 'boolean', description: 'development: certificate generated into ./certs, serve on 127.0.0.1:8443, readable logs on a terminal' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
 } satisfies FlagSpecs;
 
@@ -101,7 +102,9 @@ export async function runServe(argv: string[]): Promise<number> {
     return EXIT_FAILURE;
   }
 
-  const logger = pino({ level: settings.logLevel, base: { name: 'drainguard' }, timestamp: isoTimeOncePerSecond() });
+  const logOptions = { level: settings.logLevel, base: { name: 'drainguard' }, timestamp: isoTimeOncePerSecond() };
+  // JSON lines everywhere but a developer's terminal (src/cli/dev-log.ts).
+  const logger = flags.dev && process.stdout.isTTY ? pino(logOptions, devLogStream(process.stdout, !process.env.NO_COLOR)) : pino(logOptions);
   let running;
   try {
     // Loaded here, not at the top: the CLI's command table imports this module for its flags, and the
@@ -145,7 +148,8 @@ function resolveSettings(flags: Flags) {
   if (!LOG_LEVELS.includes(logLevel)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}; got '${logLevel}'`);
   const port = flags.port === undefined ? 8443 : Number(flags.port);
   if (!/^\d+$/.test(flags.port ?? '0') || port > 65535) fail(`--port must be 0-65535; got '${flags.port}'`);
-  const shutdownDelayMs = parseDuration(flags['shutdown-delay'] ?? '5s');
+  // The delay lets endpoints controllers stop routing to a terminating replica; nothing routes to --dev.
+  const shutdownDelayMs = parseDuration(flags['shutdown-delay'] ?? (flags.dev ? '0s' : '5s'));
   if (shutdownDelayMs === undefined) fail(`--shutdown-delay must be a duration like 5s or 500ms; got '${flags['shutdown-delay']}'`);
 
   const limits = {

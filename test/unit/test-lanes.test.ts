@@ -1,7 +1,7 @@
 /**
- * The two jest projects (jest.config.js): `unit` must pass after a plain `npm ci`, as any user, with no C
+ * The jest projects (jest.config.js): `unit` must pass after a plain `npm ci`, as any user, with no C
  * toolchain (`npm run test:unit`); `system` holds every suite that runs the drain executables, needs root
- * or the toolchain. A suite that needs the executables cannot land in the unit lane by accident: every
+ * or the toolchain; `release` every suite that runs what `npm run release` builds. A suite that needs the executables cannot land in the unit lane by accident: every
  * test file belongs to exactly one lane, and nothing the unit lane loads reaches the modules that hand
  * out the executables or build roots for them. (.ci/run also runs the unit lane as an unprivileged user
  * with no compiler on PATH.)
@@ -28,7 +28,7 @@ const lane = (name: string) => {
  * Modules (relative to test/) that only the system lane may load: the built drain executables and their
  * toolchain, and the chroots they run in (root).
  */
-const SYSTEM_ONLY = ['support/drain-executables.ts', 'support/envoy/roots.ts', 'support/envoy/shutdown-executable.ts'];
+const SYSTEM_ONLY = ['support/drain-executables.ts', 'support/envoy/roots.ts', 'support/envoy/shutdown-executable.ts', 'support/release.ts'];
 
 function testFiles(directory: string): string[] {
   return readdirSync(directory).flatMap((entry) => {
@@ -58,9 +58,10 @@ function unitEntries(): string[] {
   return [unit.globalSetup, ...unit.roots.flatMap((root) => testFiles(repoPath(root)))].map((file) => file.replace(/^test\//, ''));
 }
 
-test('the lanes are unit (unit, property, golden) and system (integration, e2e)', () => {
+test('the lanes are unit (unit, property, golden), system (integration, e2e) and release', () => {
   expect(lane('unit').roots).toEqual(['test/unit', 'test/property', 'test/golden']);
   expect(lane('system').roots).toEqual(['test/integration', 'test/e2e']);
+  expect(lane('release').roots).toEqual(['test/release']);
 });
 
 test('every test file runs in exactly one lane', () => {
@@ -78,9 +79,10 @@ test('nothing the unit lane loads reaches the drain executables, their toolchain
   expect(reaches).toEqual([]);
 });
 
-test('the system lane does reach them (so the check above follows imports)', () => {
+test('the system and release lanes do reach them (so the check above follows imports)', () => {
   expect(closure('e2e/shutdown/install.test.ts')).toContain('support/drain-executables.ts');
   expect(closure(lane('system').globalSetup.replace(/^test\//, ''))).toContain('support/drain-executables.ts');
+  expect(closure(lane('release').globalSetup.replace(/^test\//, ''))).toContain('support/release.ts');
 });
 
 test('the unit lane never names the built drain program by path', () => {

@@ -223,6 +223,57 @@ test('flag mistakes exit 2 with a message', () => {
   expect(run(['--port', '99999', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--port must be 0-65535') });
 });
 
+test('--dev stops at once: no shutdown delay unless one is asked for (nothing routes to a developer\'s server)', async () => {
+  const server = await serve(['--dev', '--port', '0'], directory.path);
+  server.child.kill('SIGTERM');
+  expect(await server.exited).toBe(0);
+  expect(server.logs.find((entry) => entry.msg === 'shutting down: readiness failing, still serving')).toMatchObject({ shutdownDelayMs: 0 });
+});
+
+test('--dev on a terminal writes readable, coloured lines instead of JSON', async () => {
+  // script(1) gives the server a terminal; exec makes the server script's own child.
+  const script = spawn('script', ['--quiet', '--return', '--command', `exec ${NODE} ${MAIN} serve --dev --port 0`, '/dev/null'], {
+    cwd: directory.path,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH, HOME: directory.path, TERM: 'xterm' },
+  });
+  const closed = new Promise<void>((resolve) => script.once('close', () => resolve()));
+  let output = '';
+  let serverPid: number | undefined;
+  const serverOfScript = () => Number(execFileSync('pgrep', ['-P', String(script.pid)], { encoding: 'utf8' }).trim());
+  try {
+    await new Promise<void>((resolve, reject) => {
+      script.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (/INFO \u001b\[0m listening .*port=\d+/.test(output)) resolve();
+      });
+      void closed.then(() => reject(new Error(`script exited before the server listened:\n${output}`)));
+    });
+    serverPid = serverOfScript();
+    process.kill(serverPid, 'SIGTERM');
+    await closed;
+    expect(output).toMatch(/^\d\d:\d\d:\d\d\.\d{3} \u001b\[32mINFO \u001b\[0m listening address=127\.0\.0\.1 port=\d+ ready=/m);
+    expect(output).toMatch(/ stopped\r?$/m);
+    expect(output).not.toContain('{"level"');
+    expect(script.exitCode).toBe(0);
+  } finally {
+    // The server runs in script's own session: stop it by its pid, even when the test failed before reading it.
+    try {
+      serverPid ??= serverOfScript();
+    } catch {
+      // script has no child (any more).
+    }
+    for (const pid of [serverPid, script.pid]) {
+      try {
+        if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    await closed;
+  }
+}, 60_000);
+
 /** The README's curl line, run verbatim (port substituted): the README must stay true. */
 function readmeCurlLine(): string {
   const line = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
@@ -251,7 +302,7 @@ test('npm start on a fresh copy serves the README curl line, and SIGTERM to npm 
   const copy = freshCopy();
   expect(existsSync(join(copy.path, 'certs/ca.crt'))).toBe(false);
   // Its own process group, so the test can stop npm and the server it started together.
-  const npm = spawn('npm', ['start', '--', '--port', '0', '--shutdown-delay', '0s'], { cwd: copy.path, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const npm = spawn('npm', ['start', '--', '--port', '0'], { cwd: copy.path, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   // 'close': npm and the server it started have exited and released the pipes.
   const exited = new Promise<number | null>((resolve) => npm.once('close', (code) => resolve(code)));
   const npmExited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
