@@ -293,13 +293,13 @@ export class DrainRun {
     for (;;) {
       const result = await this.call('POST', '/healthcheck/fail', statusOnly, { onAttempt });
       if (answered(result) && result.status >= 200 && result.status < 300) {
-        const acceptedAt = clock.now();
+        // Envoy took it now (the record says so even when the deadline cuts the confirmation short).
+        this.healthcheckFailedAt = clock.now();
         const state = await this.serverState();
         log('healthcheck-confirm', { state: state.state, via: state.via });
-        if (state.state !== 'LIVE') {
-          this.healthcheckFailedAt = acceptedAt;
-          return;
-        }
+        if (state.state !== 'LIVE') return;
+        // It did not keep it (a /healthcheck/ok in between): not failed until it is taken again.
+        this.healthcheckFailedAt = null;
       } else if (answered(result) && result.status < 500) {
         return;
       }

@@ -362,6 +362,15 @@ describe('the drain record', () => {
     expect(logs.at(-1)).toMatchObject({ phase: 'summary', reason: 'deadline', healthcheck_failed_at_ms: 2000, record: 'written (100 bytes)' });
   });
 
+  test('a deadline that runs out while the health check is being confirmed: the record says when Envoy took it', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    // Envoy takes the POST at t=0 and then answers nothing in time: the confirmation never completes.
+    const { written, logs } = await runWithRecord((m, p, t) => (p === '/server_info' || p === '/ready' ? 'hang' : healthy(m, p, t)), { deadlineMs: 2500, requestTimeoutMs: 1000 });
+    expect(logs.some((l) => l.phase === 'healthcheck-confirm')).toBe(false);
+    expect(written.at(-1)?.record).toMatchObject({ reason: 'deadline', healthcheckFailedAtMs: 0 });
+    expect(logs.at(-1)).toMatchObject({ phase: 'summary', healthcheck_failed_at_ms: 0 });
+  });
+
   test('a health check that was never failed is null in the record; an unknown count lists no listeners', async () => {
     const { written } = await runWithRecord(
       (m, p) => (p === '/healthcheck/fail' ? { status: 405, body: '' } : p === LISTENER_GAUGES_PATH ? ok('') : m === 'POST' ? ok() : serverInfo('1.31.2')),
