@@ -190,8 +190,12 @@ export class DrainRun {
           break;
         }
         let wakeAt = pollStartedAt + settings.pollIntervalMs;
-        // Already drained but the minimum drain is not over: look again exactly when it is.
-        if (belowThreshold) wakeAt = Math.min(wakeAt, minDrainEnd);
+        if (belowThreshold) {
+          // Already drained but the minimum drain is not over: look again exactly when it is (logged, so
+          // the program's own account says which poll the minimum drain held and which one ended it).
+          wakeAt = Math.min(wakeAt, minDrainEnd);
+          log('min-drain', { connections, wait_ms: Math.round(minDrainEnd - now) });
+        }
         await clock.sleep(Math.max(0, Math.min(wakeAt, this.deadline) - now));
       }
     } catch (error) {

@@ -119,9 +119,11 @@ describe('drainEnvoy', () => {
   });
 
   test('waits for the minimum drain even when nothing is connected, and not a poll interval longer', async () => {
-    const { summary } = await run(envoy('1.31.2', () => 0), { minDrainMs: 2500, pollIntervalMs: 1000 });
+    const { summary, logs } = await run(envoy('1.31.2', () => 0), { minDrainMs: 2500, pollIntervalMs: 1000 });
     expect(summary.reason).toBe('drained');
     expect(summary.durationMs).toBe(2500);
+    // Each poll the minimum drain held says so, and how long is left: the last one wakes at its end.
+    expect(logs.filter((l) => l.phase === 'min-drain')).toEqual([2500, 1500, 500].map((wait) => ({ phase: 'min-drain', connections: 0, wait_ms: wait })));
   });
 
   test('exits when connections are at or below --min-connections', async () => {
