@@ -190,8 +190,12 @@ export class DrainRun {
           break;
         }
         let wakeAt = pollStartedAt + settings.pollIntervalMs;
-        // Already drained but the minimum drain is not over: look again exactly when it is.
-        if (belowThreshold) wakeAt = Math.min(wakeAt, minDrainEnd);
+        if (belowThreshold) {
+          // Already drained but the minimum drain is not over: look again exactly when it is (logged, so
+          // the program's own account says which poll the minimum drain held and which one ended it).
+          wakeAt = Math.min(wakeAt, minDrainEnd);
+          log('min-drain', { connections, wait_ms: Math.round(minDrainEnd - now) });
+        }
         await clock.sleep(Math.max(0, Math.min(wakeAt, this.deadline) - now));
       }
     } catch (error) {
@@ -293,13 +297,13 @@ export class DrainRun {
     for (;;) {
       const result = await this.call('POST', '/healthcheck/fail', statusOnly, { onAttempt });
       if (answered(result) && result.status >= 200 && result.status < 300) {
-        const acceptedAt = clock.now();
+        // Envoy took it now (the record says so even when the deadline cuts the confirmation short).
+        this.healthcheckFailedAt = clock.now();
         const state = await this.serverState();
         log('healthcheck-confirm', { state: state.state, via: state.via });
-        if (state.state !== 'LIVE') {
-          this.healthcheckFailedAt = acceptedAt;
-          return;
-        }
+        if (state.state !== 'LIVE') return;
+        // It did not keep it (a /healthcheck/ok in between): not failed until it is taken again.
+        this.healthcheckFailedAt = null;
       } else if (answered(result) && result.status < 500) {
         return;
       }

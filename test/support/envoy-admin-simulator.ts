@@ -52,6 +52,11 @@ export interface RecordedRequest {
   path: string;
   /** performance.now() of the test process when the request arrived. */
   at: number;
+  /**
+   * performance.now() when the whole answer was handed to the socket (`finish`), so tests can order the
+   * program's retries against the answers it had; absent while unanswered (or never answered: a hang, a reset).
+   */
+  answeredAt?: number;
 }
 
 /** A fault applies to requests whose normalised path matches `paths` (all requests when absent). */
@@ -271,7 +276,12 @@ export class EnvoyAdminSimulator extends EventEmitter {
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const rawPath = req.url ?? '/';
-    this.requests.push({ method: req.method ?? '', path: rawPath, at: performance.now() });
+    const recorded: RecordedRequest = { method: req.method ?? '', path: rawPath, at: performance.now() };
+    this.requests.push(recorded);
+    res.on('finish', () => {
+      recorded.answeredAt = performance.now();
+      this.emit('change');
+    });
     this.emit('change');
     // Envoy collapses repeated leading slashes: `//stats` is `/stats`.
     const url = new URL(rawPath.replace(/^\/+/, '/'), 'http://admin');

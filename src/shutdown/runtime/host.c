@@ -713,16 +713,6 @@ static void event_loop(void)
             perror("envoy-shutdown: poll");
             _exit(1);
         }
-        /* Timers first: a deadline must not wait behind a busy socket. */
-        double now = monotonic_ms();
-        while (timers && timers->due_ms <= now) {
-            Timer *timer = timers;
-            timers = timer->next;
-            JSValue callback = timer->callback;
-            free(timer);
-            call(callback, 0, NULL);
-            JS_FreeValue(context, callback);
-        }
         for (int i = 0; ready > 0 && i < count; i++) {
             if (!polled[i].revents) continue;
             /* The watch may have been removed or replaced by an earlier callback of this round. */
@@ -736,6 +726,20 @@ static void event_loop(void)
                 JS_FreeValue(context, callback);
                 break;
             }
+        }
+        /* Then the timers that came due. What poll(2) reported ready was there when the process got
+         * to look, so it is taken first: a process starved of CPU (a throttled pod, a loaded node)
+         * wakes to find a call's timer due *and* its answer waiting, and must not throw the answer away
+         * as a timeout and ask again. A deadline still never waits behind a busy socket for more than
+         * this one round: each watch reads at most READS_PER_WAKEUP times per readiness (quickjs.ts). */
+        double now = monotonic_ms();
+        while (timers && timers->due_ms <= now) {
+            Timer *timer = timers;
+            timers = timer->next;
+            JSValue callback = timer->callback;
+            free(timer);
+            call(callback, 0, NULL);
+            JS_FreeValue(context, callback);
         }
     }
 }

@@ -8,9 +8,9 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
+import { EnvoyAdminSimulator, type RecordedRequest, type SimulatorOptions } from '../../support/envoy-admin-simulator';
 import { buildRoot, hasRootTools, removeRoot } from '../../support/envoy/roots';
-import { ensureBuilt, installTo, startProgram, stopStarted, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, startProgram, stopStarted, type FinishedRun, type LogLine, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
 
 export interface DrainHarness {
   readonly workDir: string;
@@ -94,4 +94,28 @@ export function drainHarness(target: ShutdownTarget, name: string): DrainHarness
     share,
     seen: (value) => (target.inEmptyRoot ? value.split(`${workDir}/`).join('/') : value),
   };
+}
+
+/**
+ * What must hold of `/healthcheck/fail` in a drain that ended, on a loaded machine too. The program
+ * tries it again only after an attempt that got no answer within its request timeout (correct under a
+ * throttled Envoy, or a simulator starved of CPU), so the number of POSTs is not fixed; what is:
+ * every POST is an attempt the program logged; every attempt but the last got no answer in time
+ * (logged as a timeout); the last one was taken (2xx); the confirmation was asked only after the
+ * simulator's answer to it, and logged after it; and when the first attempt was answered in time it is
+ * the only one.
+ */
+export function expectHealthCheckFailedOnceAnswered(run: FinishedRun, sim: EnvoyAdminSimulator): void {
+  const posts = sim.requests.filter((r) => r.method === 'POST' && r.path === '/healthcheck/fail');
+  const attempts = run.logs.filter((l) => l.phase === 'healthcheck-fail');
+  expect(attempts.map((l) => l.attempt)).toEqual(posts.map((_, i) => i + 1));
+  expect(attempts.at(-1)).toMatchObject({ status: 200 });
+  for (const retried of attempts.slice(0, -1)) {
+    expect(retried).toMatchObject({ status: 'no-answer', error: expect.stringMatching(/^POST \/healthcheck\/fail: no complete answer within \d+ms/) });
+  }
+  const taken = posts.at(-1) as RecordedRequest;
+  const confirm = sim.requests.find((r) => r.at > taken.at && (r.path === '/server_info' || r.path === '/ready'));
+  expect(confirm?.at).toBeGreaterThanOrEqual(taken.answeredAt as number);
+  expect(run.logs.findIndex((l) => l.phase === 'healthcheck-confirm')).toBeGreaterThan(run.logs.lastIndexOf(attempts.at(-1) as LogLine));
+  if (attempts[0]?.status === 200) expect(posts).toHaveLength(1);
 }

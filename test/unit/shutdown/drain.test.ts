@@ -119,9 +119,11 @@ describe('drainEnvoy', () => {
   });
 
   test('waits for the minimum drain even when nothing is connected, and not a poll interval longer', async () => {
-    const { summary } = await run(envoy('1.31.2', () => 0), { minDrainMs: 2500, pollIntervalMs: 1000 });
+    const { summary, logs } = await run(envoy('1.31.2', () => 0), { minDrainMs: 2500, pollIntervalMs: 1000 });
     expect(summary.reason).toBe('drained');
     expect(summary.durationMs).toBe(2500);
+    // Each poll the minimum drain held says so, and how long is left: the last one wakes at its end.
+    expect(logs.filter((l) => l.phase === 'min-drain')).toEqual([2500, 1500, 500].map((wait) => ({ phase: 'min-drain', connections: 0, wait_ms: wait })));
   });
 
   test('exits when connections are at or below --min-connections', async () => {
@@ -360,6 +362,15 @@ describe('the drain record', () => {
       healthcheckFailedAtMs: 2000,
     });
     expect(logs.at(-1)).toMatchObject({ phase: 'summary', reason: 'deadline', healthcheck_failed_at_ms: 2000, record: 'written (100 bytes)' });
+  });
+
+  test('a deadline that runs out while the health check is being confirmed: the record says when Envoy took it', async () => {
+    const healthy = envoy('1.31.2', () => 0);
+    // Envoy takes the POST at t=0 and then answers nothing in time: the confirmation never completes.
+    const { written, logs } = await runWithRecord((m, p, t) => (p === '/server_info' || p === '/ready' ? 'hang' : healthy(m, p, t)), { deadlineMs: 2500, requestTimeoutMs: 1000 });
+    expect(logs.some((l) => l.phase === 'healthcheck-confirm')).toBe(false);
+    expect(written.at(-1)?.record).toMatchObject({ reason: 'deadline', healthcheckFailedAtMs: 0 });
+    expect(logs.at(-1)).toMatchObject({ phase: 'summary', healthcheck_failed_at_ms: 0 });
   });
 
   test('a health check that was never failed is null in the record; an unknown count lists no listeners', async () => {
