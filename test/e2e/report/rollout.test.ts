@@ -50,7 +50,7 @@ function kubeconfigFile(): string {
   return path;
 }
 
-/** `drainguard report` as its own process; resolves with its metrics port once it has listed the pods. */
+/** `drainguard report` as its own process; resolves with its metrics port once it has bound it. */
 function startReporterProcess(instance: string): Promise<number> {
   const child = spawn(NODE, [CLI_MAIN, 'report', '--kubeconfig', kubeconfigFile(), '--host', '127.0.0.1', '--port', '0', '--instance', instance], {
     cwd: REPO_ROOT,
@@ -118,6 +118,12 @@ test('a rollout restart of 5 pods, one with a connection that never closes: 4 Dr
   const daemonSet = envoyWorkload(double, { namespace: 'projectcontour', name: 'envoy' });
   const pods = Array.from({ length: 5 }, () => runPod(kubelet, daemonSet));
   const ports = await Promise.all([startReporterProcess('reporter-a'), startReporterProcess('reporter-b')]);
+  // "reporter started" comes once the port is bound, before the first list: a pod that ended and went
+  // before a process's list is one that process never sees (the other reports it). The test's count of
+  // creates below needs both to see every termination, so the rollout begins once both lists were
+  // answered (each later change then reaches them through the watch from the list's resourceVersion).
+  const podLists = () => double.requests.filter((request) => request.method === 'GET' && request.path === '/api/v1/pods' && request.status === 200 && !/(^|&)watch=/.test(request.query ?? ''));
+  await double.until(() => podLists().length >= 2);
 
   for (const [index, pod] of pods.entries()) {
     const name = pod.metadata.name;
