@@ -8,6 +8,19 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Termination } from './termination';
 
+/**
+ * The drain metrics this reporter exports, by name: the contract the dashboard's drain panels and
+ * alerts query (docs/report.md). The tests check the registry and the queries against this one list.
+ */
+export const DRAIN_METRIC_NAMES = [
+  'drainguard_drains_total',
+  'drainguard_drain_duration_seconds',
+  'drainguard_drain_connections_left',
+  'drainguard_terminations_unreported_total',
+  'drainguard_envoy_exits_total',
+  'drainguard_drain_records_unreadable_total',
+] as const;
+
 /** Drains last seconds (a grace period is 30 s by default, drainguard's deadline 290 s for Contour). */
 export const DURATION_BUCKETS_SECONDS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
 /** Connections left: 0 is a clean drain; anything above is cut. */

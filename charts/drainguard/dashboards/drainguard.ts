@@ -14,19 +14,6 @@ import * as prometheus from '@grafana/grafana-foundation-sdk/prometheus';
 import * as stat from '@grafana/grafana-foundation-sdk/stat';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
 
-/**
- * The metrics `drainguard report` exports (TEAM.md's contract with the reporter). The drain panels and
- * the drain alerts query these; the live test checks queries of them once the reporter runs there.
- */
-export const REPORTER_METRICS = [
-  'drainguard_drains_total',
-  'drainguard_drain_duration_seconds',
-  'drainguard_drain_connections_left',
-  'drainguard_terminations_unreported_total',
-  'drainguard_envoy_exits_total',
-  'drainguard_drain_records_unreadable_total',
-] as const;
-
 const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
 /** The webhook's series: one drainguard release, as its ServiceMonitor labels them (job = the Service). */
 const WEBHOOK = 'job=~"$job"';

@@ -1,5 +1,5 @@
 /** What the dashboard asks Prometheus: each panel's queries and each variable's label_values(). */
-import { REPORTER_METRICS } from '../../../charts/drainguard/dashboards/drainguard';
+import { DRAIN_METRIC_NAMES } from '../../../src/report/metrics';
 
 export interface PanelQuery {
   panel: string;
@@ -39,7 +39,7 @@ export function metricsOf(expr: string): string[] {
   return [...new Set(names)];
 }
 
-/** A query of `drainguard report`'s metrics (see REPORTER_METRICS). */
+/** A query of `drainguard report`'s metrics (see DRAIN_METRIC_NAMES). */
 export function readsReporter(expr: string): boolean {
-  return metricsOf(expr).some((name) => (REPORTER_METRICS as readonly string[]).includes(name));
+  return metricsOf(expr).some((name) => (DRAIN_METRIC_NAMES as readonly string[]).includes(name));
 }

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { encodeDrainRecord, type FinishedRecord, type StartedRecord } from '../../../src/drain-record';
 import { describeTermination, formatSeconds } from '../../../src/report/describe';
 import { eventName, podEvent, readSummary, summaryOf, workloadEvent, encodeSummary } from '../../../src/report/drain-event';
-import { ReporterMetrics } from '../../../src/report/metrics';
+import { DRAIN_METRIC_NAMES, ReporterMetrics } from '../../../src/report/metrics';
 import { viewPod, workloadOf, type PodView } from '../../../src/report/pod-view';
 import { terminationsOf, type Termination } from '../../../src/report/termination';
 
@@ -228,20 +228,10 @@ describe('the Events', () => {
   });
 });
 
-/** The drain metrics of the team contract (TEAM.md). */
-const CONTRACT = [
-  'drainguard_drains_total',
-  'drainguard_drain_duration_seconds',
-  'drainguard_drain_connections_left',
-  'drainguard_terminations_unreported_total',
-  'drainguard_envoy_exits_total',
-  'drainguard_drain_records_unreadable_total',
-];
-
 describe('hostile termination messages', () => {
   const series = async (metrics: ReporterMetrics) => {
     const json = await metrics.registry.getMetricsAsJSON();
-    return json.filter((metric) => CONTRACT.includes(metric.name) && (metric.values as unknown[]).length > 0);
+    return json.filter((metric) => (DRAIN_METRIC_NAMES as readonly string[]).includes(metric.name) && (metric.values as unknown[]).length > 0);
   };
 
   test('not JSON, 4 KiB of garbage, a forged reason, huge numbers: unreadable, counted once each, under the workload\'s labels only', async () => {
@@ -276,7 +266,7 @@ describe('hostile termination messages', () => {
       }),
       { numRuns: 500 },
     );
-    for (const metric of (await metrics.registry.getMetricsAsJSON()).filter((m) => CONTRACT.includes(m.name))) {
+    for (const metric of (await metrics.registry.getMetricsAsJSON()).filter((m) => (DRAIN_METRIC_NAMES as readonly string[]).includes(m.name))) {
       for (const value of metric.values as { labels: Record<string, string | number> }[]) {
         const { namespace, workload, reason, le, ...rest } = value.labels;
         expect(rest).toEqual({});
