@@ -23,6 +23,8 @@ export interface ListenerSpec {
    * name segment as Envoy makes it (`sanitizeStatsName`: `[::]:8443` is `[__]_8443`); default `127.0.0.1_<port>`.
    */
   statName?: string;
+  /** Where the listener accepts connections; default 127.0.0.1 on a free port. */
+  address?: { host: string; port: number };
 }
 
 export interface SimulatorOptions {
@@ -33,6 +35,8 @@ export interface SimulatorOptions {
   unixSocketPath?: string;
   /** Serve the admin API on 127.0.0.1 (random port); default true when no unix socket is given. */
   tcp?: boolean;
+  /** Serve the admin API over TCP at this address instead of 127.0.0.1 on a random port (an Envoy in a pod's network namespace). */
+  tcpAddress?: { host: string; port: number };
   listeners?: ListenerSpec[];
   /** `--concurrency`: connections are spread round robin over this many workers. Default 2. */
   workers?: number;
@@ -140,7 +144,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
   /** The `--admin` value that reaches this simulator (unix socket preferred). */
   get adminAddress(): string {
     if (this.options.unixSocketPath) return `unix:${this.options.unixSocketPath}`;
-    return `http://127.0.0.1:${this.adminPort}`;
+    return `http://${this.options.tcpAddress?.host ?? '127.0.0.1'}:${this.adminPort}`;
   }
 
   get listenerPorts(): number[] {
@@ -216,8 +220,9 @@ export class EnvoyAdminSimulator extends EventEmitter {
       rmSync(this.options.unixSocketPath, { force: true });
       await this.openAdminServer(handler, (server, ready) => server.listen(this.options.unixSocketPath, ready));
     }
-    if (this.options.tcp ?? !this.options.unixSocketPath) {
-      const server = await this.openAdminServer(handler, (s, ready) => s.listen(0, '127.0.0.1', ready));
+    if (this.options.tcpAddress || (this.options.tcp ?? !this.options.unixSocketPath)) {
+      const { host, port } = this.options.tcpAddress ?? { host: '127.0.0.1', port: 0 };
+      const server = await this.openAdminServer(handler, (s, ready) => s.listen(port, host, ready));
       this.adminPort = (server.address() as AddressInfo).port;
     }
   }
@@ -248,7 +253,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
     const server = createNetServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
+      server.listen(spec.address?.port ?? 0, spec.address?.host ?? '127.0.0.1', resolve);
     });
     const port = (server.address() as AddressInfo).port;
     const listener: SimulatedListener = {

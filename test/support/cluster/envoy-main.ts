@@ -1,0 +1,21 @@
+/**
+ * An Envoy container of the test cluster: the admin simulator as its own process, started by the
+ * kubelet stand-in inside the pod's network namespace. Its one argument is the simulator's options as
+ * JSON; it prints `ready` once its sockets listen, and dies as Envoy does on SIGTERM (at once: Envoy
+ * does not drain on a signal, which is why the preStop hook drains it).
+ */
+import { EnvoyAdminSimulator, type SimulatorOptions } from '../envoy-admin-simulator';
+
+async function main(): Promise<void> {
+  const options = JSON.parse(process.argv[2] ?? '{}') as SimulatorOptions;
+  const simulator = await EnvoyAdminSimulator.start(options);
+  const stop = () => void simulator.stop().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdout.write(`ready ${simulator.adminAddress}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`envoy simulator: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});
