@@ -4,7 +4,8 @@
  * by the real helm. One process owns it all (./main): the jest lane's globalSetup starts one per test
  * run, `npm run cluster:up` one to try by hand.
  */
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHART_DIR, helmBinary } from '../helm';
@@ -99,7 +100,7 @@ export class TestCluster {
         timings,
       };
       if (options.installDrainguard) {
-        installDrainguard(controlPlane.adminKubeconfig, options.log);
+        await installDrainguard(controlPlane.adminKubeconfig, options.log);
         info.drainguard = { release: 'drainguard', namespace: 'drainguard-system' };
         phase('drainguard');
       }
@@ -127,12 +128,20 @@ export class TestCluster {
   }
 }
 
-/** `helm install` of the chart as its README says, waiting until the webhook is ready. */
-function installDrainguard(kubeconfig: string, log: (line: string) => void): void {
+/**
+ * `helm install` of the chart as its README says, waiting until the webhook is ready. Asynchronous: this
+ * process's kubelet stand-in runs the pods helm waits for.
+ */
+async function installDrainguard(kubeconfig: string, log: (line: string) => void): Promise<void> {
   log('installing drainguard from charts/drainguard (helm install --wait)');
-  execFileSync(
-    helmBinary(),
-    ['install', 'drainguard', CHART_DIR, '--namespace', 'drainguard-system', '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '5m'],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+  // Under setpriv --pdeathsig, as every process of the cluster: it dies with this one.
+  const helm = spawn(
+    'setpriv',
+    ['--pdeathsig', 'KILL', '--', helmBinary(), 'install', 'drainguard', CHART_DIR, '--namespace', 'drainguard-system', '--create-namespace', '--kubeconfig', kubeconfig, '--wait', '--timeout', '5m'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  let stderr = '';
+  helm.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const [code] = (await once(helm, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`helm install failed (exit ${code}):\n${stderr}`);
 }

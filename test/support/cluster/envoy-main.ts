@@ -4,11 +4,18 @@
  * JSON; it prints `ready` once its sockets listen, and dies as Envoy does on SIGTERM (at once: Envoy
  * does not drain on a signal, which is why the preStop hook drains it).
  */
+import { chownSync } from 'node:fs';
 import { EnvoyAdminSimulator, type SimulatorOptions } from '../envoy-admin-simulator';
 
+/** The simulator's options, and the user Envoy runs as: its admin socket belongs to that user, as Envoy's own would. */
+export interface EnvoyContainerOptions extends SimulatorOptions {
+  user: { uid: number; gid: number };
+}
+
 async function main(): Promise<void> {
-  const options = JSON.parse(process.argv[2] ?? '{}') as SimulatorOptions;
+  const options = JSON.parse(process.argv[2] ?? '{}') as EnvoyContainerOptions;
   const simulator = await EnvoyAdminSimulator.start(options);
+  if (options.unixSocketPath) chownSync(options.unixSocketPath, options.user.uid, options.user.gid);
   const stop = () => void simulator.stop().then(() => process.exit(0));
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

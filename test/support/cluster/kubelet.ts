@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { ApiError, KubeApi, type KubeObject } from './api';
 import { expandReferences, launchCommand, type ContainerLaunch, type Mount } from './container';
 import { envoyAdminAddress, envoyVersionOfImage, listenerPorts, type AdminAddress } from './envoy';
+import type { EnvoyContainerOptions } from './envoy-main';
 import type { FileImage, ImageCatalog, ImageContent } from './images';
 import type { ClusterNetwork, PodSandbox } from './network';
 import { kubeMicroTime, kubeTime, type ContainerSpec, type ContainerStatus, type EnvVarSpec, type HandlerSpec, type Pod, type ProbeSpec, type TerminatedState, type VolumeSpec } from './pod-spec';
@@ -388,10 +389,35 @@ class PodWorker {
     return process;
   }
 
+  /**
+   * Every volume, before any container starts, as the kubelet mounts them; while one cannot be made (a
+   * Secret that does not exist yet) the pod waits in ContainerCreating, with a FailedMount Event, and the
+   * kubelet tries again.
+   */
+  private async mountVolumes(): Promise<boolean> {
+    let reported = false;
+    for (;;) {
+      try {
+        for (const volume of this.pod.spec.volumes ?? []) await this.volume(volume.name);
+        return true;
+      } catch (error) {
+        if (!reported) {
+          reported = true;
+          const message = `MountVolume.SetUp failed: ${(error as Error).message}`;
+          await this.node.event(this.pod, 'Warning', 'FailedMount', message);
+          await this.patchStatus({ phase: 'Pending', containerStatuses: this.pod.spec.containers.map((c) => ({ name: c.name, state: { waiting: { reason: 'ContainerCreating' } }, ready: false, restartCount: 0, image: c.image, imageID: '' })) });
+        }
+        await pause(2000, this.stopping.signal);
+        if (this.stopping.signal.aborted || this.state !== 'running') return false;
+      }
+    }
+  }
+
   private async start(): Promise<void> {
     this.podIP = this.pod.spec.hostNetwork ? this.options.network.hostAddress : this.node.allocateIp();
     this.startTime = kubeTime();
     mkdirSync(this.dir, { recursive: true, mode: 0o755 });
+    if (!(await this.mountVolumes())) return;
     for (const spec of this.pod.spec.initContainers ?? []) this.containers.set(spec.name, this.newRecord(spec, true));
     await this.writeStatus();
     for (const record of [...this.containers.values()]) {
@@ -666,7 +692,8 @@ class PodWorker {
       }
       return undefined;
     };
-    const options = {
+    const options: EnvoyContainerOptions = {
+      user: this.userOf(record.spec, undefined),
       version: envoyVersionOfImage(record.spec.image) ?? '1.31.2',
       ...(admin && 'unixPath' in admin ? { unixSocketPath: await hostPathOf(admin.unixPath) } : {}),
       ...(admin && 'port' in admin ? { tcpAddress: { host: admin.host, port: admin.port } } : {}),
@@ -728,7 +755,13 @@ class PodWorker {
     if (record.terminated) return;
     record.probeStop?.abort();
     const hook = record.spec.lifecycle?.preStop;
-    if (hook && runHook) await this.runHook(record, hook, deadline);
+    if (hook && runHook) {
+      try {
+        await this.runHook(record, hook, deadline);
+      } catch (error) {
+        await this.hookFailed(record, `PreStopHook for Container "${record.spec.name}" in Pod "${this.pod.metadata.name}" failed: ${(error as Error).message}`);
+      }
+    }
     let exitCode = 0;
     if (record.content.kind === 'envoy' && this.envoy) {
       await this.envoy.process.stop(Math.max(deadline - Date.now(), 0));
@@ -752,7 +785,7 @@ class PodWorker {
       for (const record of sidecars) await this.stopContainer(record, deadline, true);
       const ended = [...this.containers.values()].filter((r) => !r.init).map((r) => r.terminated?.exitCode ?? 0);
       const phase = ended.every((code) => code === 0) ? 'Succeeded' : 'Failed';
-      await this.writeStatus(undefined, undefined, phase);
+      await this.writeStatus(undefined, undefined, phase).catch((error: unknown) => this.options.log(`pod ${this.name}: final status: ${(error as Error).message}`));
     }
     const { namespace, name, uid } = this.pod.metadata;
     await this.api.delete(`/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0, uid });
