@@ -42,6 +42,8 @@ export interface ClusterOptions {
   installDrainguard?: boolean;
   /** The bundled ./envoy-main. */
   envoyMain: string;
+  /** Extra kube-apiserver flags (feature gates, …). */
+  apiServerArgs?: readonly string[];
   log: (line: string) => void;
 }
 
@@ -72,7 +74,7 @@ export class TestCluster {
     let controlPlane: ControlPlane | undefined;
     let kubelet: KubeletStandIn | undefined;
     try {
-      controlPlane = await ControlPlane.start({ dir: join(options.dir, 'control-plane'), network, binaries, log: options.log });
+      controlPlane = await ControlPlane.start({ dir: join(options.dir, 'control-plane'), network, binaries, apiServerArgs: options.apiServerArgs, log: options.log });
       phase('controlPlane');
       const plane = controlPlane;
       kubelet = await KubeletStandIn.start({
@@ -118,6 +120,26 @@ export class TestCluster {
     const path = join(this.info.dir, 'cluster.json');
     writeFileSync(path, JSON.stringify(this.info, null, 2));
     return path;
+  }
+
+  /** Stops kube-apiserver (etcd keeps the data; pods and the kubelet stand-in go on). */
+  stopApiServer(): Promise<void> {
+    return this.controlPlane.stopApiServer();
+  }
+
+  /** Starts kube-apiserver again after `stopApiServer`, once it is ready. */
+  startApiServer(): Promise<void> {
+    return this.controlPlane.startApiServer();
+  }
+
+  /** Compacts etcd at its current revision: watches from any older resourceVersion get 410 Gone. */
+  compactEtcd(): Promise<number> {
+    return this.controlPlane.compactEtcd();
+  }
+
+  /** A kubeconfig for a client certificate of the cluster's CA (CN = user, O = groups). */
+  kubeconfigFor(identity: { user: string; groups?: string[] }): string {
+    return this.controlPlane.kubeconfigFor(identity);
   }
 
   async stop(): Promise<void> {

@@ -9,9 +9,11 @@
  *
  * What runs is ./images' business: drainguard's own image runs for real (./container: a process in the
  * pod's network namespace, the pod's volumes mounted, its ServiceAccount token from the TokenRequest
- * API); an Envoy container is the admin simulator (./envoy-main), started in the pod's network
- * namespace when a hook needs Envoy's admin API, so drainguard's preStop runs the real static drain
- * program against it; other images are never executed. Liveness probes are not run.
+ * API); an Envoy container is the admin simulator (./envoy-main) in the pod's network namespace, its
+ * admin API where the pod's bootstrap puts it and a listener on each container port (so a test can hold
+ * a connection to pod-IP:port), and drainguard's preStop runs the real static drain program against
+ * it; other images are never executed. Probes run only for containers that run (readiness; liveness
+ * is not run).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -460,6 +462,7 @@ class PodWorker {
   /** A container that runs until the pod ends (restarted by restartPolicy Always when it crashes). */
   private async runLongLived(record: ContainerRecord): Promise<void> {
     record.startedAt = kubeTime();
+    if (record.content.kind === 'envoy') await this.startEnvoy(record);
     if (record.content.kind !== 'files') {
       record.ready = true;
       return;

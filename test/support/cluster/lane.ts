@@ -12,8 +12,13 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CHART_DIR, helmBinary } from '../helm';
+import { appendFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoPath } from '../repo';
 import { KubeApi, type KubeObject } from './api';
-import type { ClusterInfo } from './cluster';
+import { DEFAULT_NODES, TestCluster, type ClusterInfo } from './cluster';
+import type { NodeSpec } from './kubelet';
 
 export const CLUSTER_ENV = 'DRAINGUARD_TEST_CLUSTER';
 
@@ -136,4 +141,22 @@ export async function installDrainguard(prefix: string, values: Record<string, s
 export async function uninstallDrainguard(release: DrainguardRelease): Promise<void> {
   helm(['uninstall', release.release, '--namespace', release.namespace, '--wait']);
   await deleteNamespace(release.namespace);
+}
+
+/**
+ * A cluster of the suite's own, run in the suite's process, for what would disturb the shared one:
+ * stopping kube-apiserver, compacting etcd, nodes of unusual kubelets or runtimes, API server flags.
+ * The suite must `stop()` it in afterAll (its processes die with the jest worker regardless).
+ */
+export async function startPrivateCluster(options: { nodes?: NodeSpec[]; apiServerArgs?: string[]; installDrainguard?: boolean } = {}): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'drainguard-private-cluster-'));
+  return TestCluster.start({
+    dir,
+    nodes: options.nodes ?? DEFAULT_NODES,
+    installDrainguard: options.installDrainguard,
+    apiServerArgs: options.apiServerArgs,
+    // Bundled by the kube lane's globalSetup (test/support/cluster/cli.mjs bundle).
+    envoyMain: repoPath('node_modules/.cache/drainguard-cluster/envoy.js'),
+    log: (line) => appendFileSync(join(dir, 'cluster.log'), `${line}\n`),
+  });
 }
