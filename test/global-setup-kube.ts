@@ -7,6 +7,7 @@ import { ensureControlPlaneBinaries } from './support/cluster/binaries';
 import { CLUSTER_ENV } from './support/cluster/lane';
 import { buildShutdownIfStale, ensureShutdownToolchain } from './support/drain-executables';
 import { NODE, REPO_ROOT } from './support/repo';
+import { ensureSystemPackages } from './support/system-packages';
 
 /** Read by test/global-teardown-kube.ts (jest runs both in its own process). */
 declare global {
@@ -22,6 +23,7 @@ declare global {
  */
 export default async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`\n[global-setup kube] ${line}\n`);
+  ensureSystemPackages('kube', log);
   buildDist(log);
   ensureShutdownToolchain(log);
   buildShutdownIfStale(log, [process.arch === 'arm64' ? 'arm64' : 'amd64']);
