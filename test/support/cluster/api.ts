@@ -83,6 +83,52 @@ export function resourcePath(apiVersion: string, plural: string, namespace?: str
   return `${base}${namespace ? `/namespaces/${namespace}` : ''}/${plural}${name ? `/${name}` : ''}`;
 }
 
+/**
+ * One HTTPS request with a JSON (or text) answer and its status; never throws for an HTTP status. TLS
+ * from `agent`, or from `tls` for a one-off connection (etcd, a component not yet configured).
+ */
+export function requestJson(
+  url: string,
+  options: { method: string; body?: unknown; contentType?: string; agent?: Agent; tls?: { ca: string; cert: string; key: string }; timeoutMs?: number },
+): Promise<{ status: number; body: unknown }> {
+  const { method, body, agent, tls } = options;
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const req = request(
+      url,
+      {
+        method,
+        ...(agent ? { agent } : tls),
+        // Content-Length always: Node frames no body of a DELETE by itself, and an unframed body would be
+        // read by the server as the next request on this keep-alive connection.
+        headers: {
+          accept: 'application/json',
+          ...(payload !== undefined ? { 'content-type': options.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // Not JSON (/readyz answers `ok`): kept as text.
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url}: no answer in ${timeoutMs / 1000} s`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
 export class KubeApi {
   private readonly credentials: Credentials;
   private readonly agent: Agent;
@@ -99,37 +145,7 @@ export class KubeApi {
 
   /** One request; the answer's JSON (or text), and its status. Never throws for an HTTP status. */
   raw(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: unknown }> {
-    return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-      const req = request(
-        `${this.credentials.server}${path}`,
-        {
-          method,
-          agent: this.agent,
-          // Content-Length always: Node frames no body of a DELETE by itself, and an unframed body would be
-          // read by the server as the next request on this keep-alive connection.
-          headers: { accept: 'application/json', ...(payload !== undefined ? { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) } : {}) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown = text;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              // Not JSON: kept as text.
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${path}: no answer in 60 s`)));
-      req.on('error', reject);
-      req.end(payload);
-    });
+    return requestJson(`${this.credentials.server}${path}`, { method, body, contentType, agent: this.agent });
   }
 
   private async expect<T>(method: string, path: string, body: unknown, ok: (status: number) => boolean, contentType?: string): Promise<T> {

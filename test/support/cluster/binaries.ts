@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { repoPath } from '../repo';
+import { pidAlive } from './processes';
 
 export const CLUSTER_MODULE = repoPath('test/cluster');
 
@@ -82,14 +83,6 @@ function versionFlags(version: string): string {
     .join(' ');
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Takes the build lock (a directory holding the owner's pid); a lock whose owner is gone is taken over. */
 function withBuildLock<T>(lockDir: string, waitLog: () => void, body: () => T): T {

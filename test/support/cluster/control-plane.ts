@@ -13,9 +13,9 @@
  * cluster's own, over TLS with client certificates.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { requestJson } from './api';
 import type { ControlPlaneBinaries } from './binaries';
 import type { ClusterNetwork } from './network';
 import { createCertificateAuthority, createServiceAccountKey, issueCertificate, type CertificateAuthority, type CertificateFiles } from './pki';
@@ -167,16 +167,20 @@ export class ControlPlane {
     this.log(`etcd is serving on ${this.etcdUrl}`);
   }
 
-  private etcdRequest(method: string, path: string, body: unknown, client = this.etcdClient()): Promise<{ status: number; json: unknown }> {
-    return httpsJson(`${this.etcdUrl}${path}`, method, body, { ca: this.ca.pem, cert: readFileSyncUtf8(client.cert), key: readFileSyncUtf8(client.key) });
+  private etcdRequest(method: string, path: string, body: unknown, client = this.etcdClient()): Promise<{ status: number; body: unknown }> {
+    return requestJson(`${this.etcdUrl}${path}`, { method, body, tls: this.tlsOf(client), timeoutMs: 10_000 });
+  }
+
+  private tlsOf(client: CertificateFiles): { ca: string; cert: string; key: string } {
+    return { ca: this.ca.pem, cert: readFileSyncUtf8(client.cert), key: readFileSyncUtf8(client.key) };
   }
 
   /** Compacts etcd's history up to its current revision: every older resourceVersion is then "too old" (410 Gone) to watch from. */
   async compactEtcd(): Promise<number> {
-    const range = (await this.etcdRequest('POST', '/v3/kv/range', { key: Buffer.from('/').toString('base64'), limit: 1 })).json as { header: { revision: string } };
+    const range = (await this.etcdRequest('POST', '/v3/kv/range', { key: Buffer.from('/').toString('base64'), limit: 1 })).body as { header: { revision: string } };
     const revision = Number(range.header.revision);
     const compaction = await this.etcdRequest('POST', '/v3/kv/compaction', { revision, physical: true });
-    if (compaction.status !== 200) throw new Error(`etcd refused the compaction at ${revision}: ${JSON.stringify(compaction.json)}`);
+    if (compaction.status !== 200) throw new Error(`etcd refused the compaction at ${revision}: ${JSON.stringify(compaction.body)}`);
     return revision;
   }
 
@@ -298,9 +302,8 @@ export class ControlPlane {
   }
 
   /** A GET as the admin user (client certificate). */
-  async get(path: string): Promise<{ status: number; json: unknown }> {
-    const admin = this.certificates.get('admin')!;
-    return httpsJson(`${this.server}${path}`, 'GET', undefined, { ca: this.ca.pem, cert: readFileSyncUtf8(admin.cert), key: readFileSyncUtf8(admin.key) });
+  async get(path: string): Promise<{ status: number; body: unknown }> {
+    return requestJson(`${this.server}${path}`, { method: 'GET', tls: this.tlsOf(this.certificates.get('admin')!), timeoutMs: 10_000 });
   }
 
   /** Every process, for a report of where each one logs. */
@@ -318,28 +321,4 @@ export class ControlPlane {
 
 function readFileSyncUtf8(path: string): string {
   return readFileSync(path, 'utf8');
-}
-
-function httpsJson(url: string, method: string, body: unknown, tls: { ca: string; cert: string; key: string }): Promise<{ status: number; json: unknown }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(url, { method, ...tls, headers: payload ? { 'content-type': 'application/json' } : {}, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown = text;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          // Not JSON (/readyz answers `ok`).
-        }
-        resolve({ status: res.statusCode ?? 0, json });
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: no answer in 10 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
 }

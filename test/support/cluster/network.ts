@@ -12,6 +12,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pidAlive } from './processes';
 
 const SLOTS = { first: 100, last: 199 };
 /** Where each slot records its owner's pid (under /run: gone at reboot, as the bridges are). */
@@ -21,14 +22,6 @@ function ip(args: string[]): string {
   return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The network namespaces iproute2 knows, by name. */
 function namespaces(): string[] {

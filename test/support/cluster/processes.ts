@@ -86,3 +86,13 @@ export async function waitUntil(
     await Promise.race([new Promise((resolve) => setTimeout(resolve, interval)), ...(options.process ? [options.process.exited] : [])]);
   }
 }
+
+/** Is process `pid` alive (ours or another user's)? */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
