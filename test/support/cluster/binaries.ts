@@ -58,10 +58,18 @@ function cacheRoot(): string {
   return join(base, 'drainguard', 'control-plane');
 }
 
+/** The `go build` arguments before the output directory and packages; part of the cache key. */
+function buildFlags(version: string): string[] {
+  return ['build', '-trimpath', '-ldflags', `-s -w ${versionFlags(version)}`];
+}
+
+const BUILD_ENV = { CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false' };
+
 function cacheKey(go: string): string {
   const hash = createHash('sha256');
   for (const input of INPUTS) hash.update(`${input}\0`).update(readFileSync(join(CLUSTER_MODULE, input))).update('\0');
   hash.update(execFileSync(go, ['version'], { encoding: 'utf8' }));
+  hash.update(JSON.stringify([buildFlags(kubernetesVersion()), BUILD_ENV]));
   return hash.digest('hex').slice(0, 20);
 }
 
@@ -138,10 +146,10 @@ export function ensureControlPlaneBinaries(log: (line: string) => void = () => u
       mkdirSync(staging);
       log(`building the control plane ${version} and etcd from test/cluster/go.mod into ${dir} (go build; the first build takes minutes)`);
       const started = Date.now();
-      execFileSync(go, ['build', '-trimpath', '-ldflags', `-s -w ${versionFlags(version)}`, '-o', staging + '/', ...Object.values(PACKAGES)], {
+      execFileSync(go, [...buildFlags(version), '-o', staging + '/', ...Object.values(PACKAGES)], {
         cwd: CLUSTER_MODULE,
         stdio: ['ignore', 'inherit', 'inherit'],
-        env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: [process.env.GOFLAGS, '-mod=readonly'].filter(Boolean).join(' ') },
+        env: { ...process.env, ...BUILD_ENV },
       });
       // `go build -o DIR/` names each executable after its package's last element: `etcd` for ./etcd.
       for (const path of Object.values(binariesIn(staging))) statSync(path);
