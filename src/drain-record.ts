@@ -141,7 +141,7 @@ type OpenEntry = { kind: 'listener'; entry: OpenListener; count: number } | { ki
  * The record as one line of JSON of at most `maxBytes` (DRAIN_RECORD_MAX_BYTES). When the open
  * listeners and UDP proxies do not all fit, those with the fewest connections or sessions are left out
  * and counted in `openListenersOmitted` and `openUdpProxiesOmitted`; everything else always fits (the
- * rest of a record is under 500 bytes).
+ * rest of a record is under 520 bytes).
  */
 export function encodeDrainRecord(record: DrainRecord, maxBytes: number = DRAIN_RECORD_MAX_BYTES): string {
   if (record.state === 'started') return JSON.stringify(wireForm(record));
