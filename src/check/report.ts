@@ -4,7 +4,7 @@
  * an interface for scripts (docs/check.md).
  */
 
-import type { OpenListener } from '../drain-record';
+import type { OpenListener, OpenUdpProxy } from '../drain-record';
 import type { DrainOutcome } from '../report/drain-event';
 
 /** `info` lines report a fact (the failure policy, an opted-out pod) and never fail the run. */
@@ -57,6 +57,9 @@ export interface DrainReport {
   durationMs: number | null;
   connectionsAtEnd: number | null;
   openListeners: OpenListener[];
+  /** UDP sessions left, and their UDP proxies; absent when the drain did not count them. */
+  udpSessionsAtEnd?: number | null;
+  openUdpProxies?: OpenUdpProxy[];
 }
 
 /** A workload's recent drains (the newest ten within the Events' lifetime), newest first. */

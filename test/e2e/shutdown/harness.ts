@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator, type RecordedRequest, type SimulatorOptions } from '../../support/envoy-admin-simulator';
 import { buildRoot, hasRootTools, removeRoot } from '../../support/envoy/roots';
-import { ensureBuilt, installTo, startProgram, stopStarted, type FinishedRun, type LogLine, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, startProgram, stopStarted, type E2ECase, type FinishedRun, type LogLine, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
 
 export interface DrainHarness {
   readonly workDir: string;
@@ -32,8 +32,12 @@ export interface DrainHarness {
   share(path: string): void;
 }
 
-/** Registers the hooks in the calling describe block; the values are there once beforeAll ran. */
-export function drainHarness(target: ShutdownTarget, name: string): DrainHarness {
+/**
+ * Registers the hooks in the calling describe block; the values are there once beforeAll ran. With an
+ * `envoyRelease` (E2E_CASES), the simulators play that release unless a test asks for another.
+ */
+export function drainHarness(target: ShutdownTarget | E2ECase, name: string): DrainHarness {
+  const played = 'envoyRelease' in target ? { version: target.envoyRelease } : {};
   let workDir = '';
   let program = '';
   let socketCounter = 0;
@@ -71,7 +75,7 @@ export function drainHarness(target: ShutdownTarget, name: string): DrainHarness
       return program;
     },
     async simulator(options = {}) {
-      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...options });
+      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...played, ...options });
       sims.push(sim);
       if (options.unixSocketPath === undefined) share(join(workDir, `admin-${socketCounter - 1}.sock`));
       return sim;

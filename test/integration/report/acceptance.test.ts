@@ -141,6 +141,35 @@ describe('recent drains in check', () => {
     expect(events(double).filter((event) => event.involvedObject.kind === 'Deployment' && event.involvedObject.uid === deployment.uid)).toHaveLength(11);
   });
 
+  test('UDP sessions a drain left: the Event names their UDP proxy and says why, the metric counts them, check names them', async () => {
+    const deployment = envoyWorkload(double, { namespace: 'projectcontour', name: 'envoy-udp', kind: 'Deployment' });
+    const udp = { udpSessionsAtStart: 9, openUdpProxiesOmitted: 0 };
+    const deadline = finishedRecord('deadline', { ...udp, connectionsAtEnd: 0, udpSessionsAtEnd: 3, openUdpProxies: [{ name: 'udproute/default/coredns/rule/0', sessions: 3 }] });
+    const drained = finishedRecord('drained', { ...udp, connectionsAtStart: 40, udpSessionsAtEnd: 0, openUdpProxies: [] });
+    await reporters!.caughtUp(rolloutRestart(deployment, [drained, deadline]));
+    const podEvents = events(double).filter((event) => event.involvedObject.kind === 'Pod');
+    expect(podEvents.map((event) => event.message).sort()).toEqual([
+      '3 UDP sessions still open on UDP proxy udproute/default/coredns/rule/0 when the 290 s deadline ended: ' +
+        "a UDP session ends only once its idle timeout passes without a datagram (the UDP proxy's idle_timeout, 60 s by default), so " +
+        'raise terminationGracePeriodSeconds or set drainguard.io/min-connections',
+      'drained 40 connections and 9 UDP sessions in 14 s',
+    ]);
+    const scrapes = await Promise.all(reporters!.replicas.map((replica) => scrape(replica.port)));
+    for (const text of scrapes) expect(promtoolCheck(text, /^drainguard_(process|nodejs)_/)).toEqual({ status: 0, output: '' });
+    const labels = { namespace: 'projectcontour', workload: 'deployment/envoy-udp' };
+    expect(total(scrapes, 'drainguard_drain_udp_sessions_left_count', labels)).toBe(2);
+    expect(total(scrapes, 'drainguard_drain_udp_sessions_left_sum', labels)).toBe(3);
+    expect(total(scrapes, 'drainguard_drain_udp_sessions_left_bucket', { ...labels, le: '0' })).toBe(1);
+    const { code, report } = await check(['-n', 'projectcontour']);
+    expect(code).toBe(1);
+    expect(drainLines(report)).toEqual([
+      expect.objectContaining({
+        verdict: 'fail',
+        message: 'deployment/envoy-udp in projectcontour: last 2 drains — 1 drained, median 14 s; 1 deadline, 3 UDP sessions left on UDP proxy udproute/default/coredns/rule/0',
+      }),
+    ]);
+  });
+
   test('not reported and interrupted drains fail with their own advice; Envoy exiting by itself is shown but is no drain', async () => {
     const daemonSet = envoyWorkload(double, { namespace: 'projectcontour', name: 'envoy' });
     const crashing = runPod(kubelet, daemonSet);
