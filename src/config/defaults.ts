@@ -1,4 +1,4 @@
-import type { Config } from './types';
+import type { Config, DrainConfig } from './types';
 import { DRAIN_DEFAULTS } from '../drain-contract';
 import { VERSION } from '../version';
 
@@ -37,17 +37,24 @@ export function defaultConfig(): Config {
       startupFailureThreshold: 30,
       terminationGracePeriodSeconds: 10,
     },
-    drain: {
-      deadlineMarginSeconds: 10,
-      // The drain program's own defaults, so a hook written with defaults means what the program assumes.
-      drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
-      minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
-      minConnections: DRAIN_DEFAULTS.minConnections,
-      pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
-    },
+    // Nothing set: the drain settings default below, after the replaced component's (DrainConfig).
+    drain: {},
     gracePeriodFloor: {
       enabled: false,
       minimumSeconds: 60,
     },
   };
 }
+
+/**
+ * drainguard's own drain defaults: what a drain setting is when neither the pod, nor the replaced
+ * component at its release, nor the operator's configuration gives it.
+ */
+export const DRAIN_SETTING_DEFAULTS: Readonly<Required<DrainConfig>> = {
+  deadlineMarginSeconds: 10,
+  // The drain program's own defaults, so a hook written with defaults means what the program assumes.
+  drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
+  minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
+  minConnections: DRAIN_DEFAULTS.minConnections,
+  pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
+};
