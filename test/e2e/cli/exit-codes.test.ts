@@ -56,15 +56,25 @@ afterEach(() => stopAll());
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 describe.each(COMMANDS.filter((command) => command.name !== 'help').map((command) => [command.name, command] as const))('%s', (name, command) => {
-  test('--help prints the table, and the docs table has the same codes', async () => {
+  test('--help ends with the table, and the docs table has the same codes', async () => {
     const help = await spawnDrainguard(name === 'completion' ? ['completion', '--help'] : [name, '--help']);
     expect(help.status).toBe(0);
     const codes = command.exitCodes.map(([code]) => code);
     expect(helpCodes(help.stdout)).toEqual(codes);
+    const [lastCode, lastMeaning] = command.exitCodes.at(-1)!;
+    expect(help.stdout.trimEnd().endsWith(`  ${lastCode}  ${lastMeaning}`)).toBe(true);
     expect(docsCodes(DOCS[name]!, name)).toEqual(codes);
     // 4 is the same everywhere: a bug.
     expect(codes).toContain(4);
   });
+});
+
+test('help --help prints the help command\'s usage, ending with its table (it has no page of its own)', async () => {
+  const help = await spawnDrainguard(['help', '--help']);
+  expect(help.status).toBe(0);
+  const command = COMMANDS.find((candidate) => candidate.name === 'help')!;
+  expect(helpCodes(help.stdout)).toEqual(command.exitCodes.map(([code]) => code));
+  expect(help.stdout.trimEnd().endsWith(`  2  ${command.exitCodes.at(-1)![1]}`)).toBe(true);
 });
 
 /** Runs the CLI and returns its exit status. */
