@@ -3,8 +3,9 @@ import { DRAIN_DEFAULTS } from '../drain-contract';
 import { VERSION } from '../version';
 
 /**
- * Every default drainguard uses, in one place. README "Configuration" and the chart's values.yaml
- * mirror this object; a test keeps the three in step.
+ * Every default drainguard uses, in one place. docs/configuration.md's table and the chart's
+ * values.yaml mirror this object and DRAIN_SETTING_DEFAULTS below; tests keep them in step
+ * (test/unit/docs/configuration-table.test.ts, test/integration/chart/values.test.ts).
  */
 export function defaultConfig(): Config {
   return {
