@@ -7,7 +7,7 @@
  *
  * Every admin request is recorded (method, raw path, time) so tests can assert call order and timing,
  * and the simulator emits `change` on every request and connection change so tests wait on conditions
- * instead of sleeping. Faults are switched on through `faults` at any time.
+ * instead of sleeping (and `drain-sequence-ended` when a graceful drain's --drain-time-s is over). Faults are switched on through `faults` at any time.
  */
 import { EventEmitter } from 'node:events';
 import { rmSync } from 'node:fs';
@@ -364,10 +364,13 @@ export class EnvoyAdminSimulator extends EventEmitter {
     }
     if (this.gracefulDrain) return undefined; // a repeated graceful drain is a no-op
     this.gracefulDrain = { skipExit, inboundOnly, startedAt: performance.now() };
-    if (!skipExit) {
-      this.drainTimer = setTimeout(() => this.stopListeners(), (this.options.drainTimeS ?? 600) * 1000);
-      this.drainTimer.unref();
-    }
+    // Envoy's drain sequence runs for --drain-time-s whatever the flags; at its end its callback stops
+    // the listeners unless skip_exit was given (ListenersHandler::handlerDrainListeners).
+    this.drainTimer = setTimeout(() => {
+      if (!skipExit) this.stopListeners();
+      this.emit('drain-sequence-ended');
+    }, (this.options.drainTimeS ?? 600) * 1000);
+    this.drainTimer.unref();
     return undefined;
   }
 
