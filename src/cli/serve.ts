@@ -17,17 +17,20 @@ import { LOG_LEVELS, runUntilSignal, startFailure } from './service';
 
 const COMMAND = 'drainguard serve';
 
+/** Where the serving certificate comes from (the chart's certManager and secret modes mount files). */
+const TLS_MODES = ['files', 'self'] as const;
+
 export const SERVE_FLAGS = {
   host: { type: 'string', valueName: 'ADDR', description: 'listen address (default 0.0.0.0; 127.0.0.1 with --dev)' },
   port: { type: 'string', valueName: 'N', description: 'HTTPS port (default 8443; 0 picks a free one)' },
   config: { type: 'string', valueName: 'FILE', description: 'YAML configuration overriding the defaults' },
-  'log-level': { type: 'string', valueName: 'LEVEL', description: 'trace, debug, info (default), warn, error, fatal' },
+  'log-level': { type: 'string', valueName: 'LEVEL', values: LOG_LEVELS, description: 'trace, debug, info (default), warn, error, fatal' },
   'shutdown-delay': {
     type: 'string',
     valueName: 'DURATION',
     description: 'keep serving this long after SIGTERM while readiness fails (default 5s; 0s with --dev)',
   },
-  'tls-mode': { type: 'string', valueName: 'MODE', description: 'files (default) or self' },
+  'tls-mode': { type: 'string', valueName: 'MODE', values: TLS_MODES, description: 'files (default) or self' },
   'tls-cert': { type: 'string', valueName: 'FILE', description: 'files mode: serving certificate (PEM), reloaded on change' },
   'tls-key': { type: 'string', valueName: 'FILE', description: 'files mode: private key (PEM), reloaded on change' },
   namespace: { type: 'string', valueName: 'NS', description: 'self mode: namespace of the Secret and Service (default $POD_NAMESPACE)' },
@@ -190,7 +193,7 @@ function resolveSettings(flags: Flags) {
       kube: flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {},
     };
   } else {
-    fail(`--tls-mode must be files or self; got '${mode}'`);
+    fail(`--tls-mode must be ${TLS_MODES.join(' or ')}; got '${mode}'`);
   }
   return {
     host: flags.host ?? (flags.dev ? '127.0.0.1' : '0.0.0.0'),

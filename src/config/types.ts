@@ -46,17 +46,26 @@ export interface LivenessConfig {
   terminationGracePeriodSeconds: number;
 }
 
+/**
+ * The drain settings the operator set in the configuration (`--config`, the chart's `config.drain.*`),
+ * each absent unless set. Absent is not "the default": a setting the operator set outranks the
+ * replaced component's default at its release, and drainguard's own default
+ * (`DRAIN_SETTING_DEFAULTS` in defaults.ts) does not (docs/configuration.md, "Where a drain setting
+ * comes from"). So the value and whether it was set are one field, which no code can set without it
+ * counting as set; the plan (src/mutate/plan/timing.ts) is the one reader, and it records where each
+ * value came from.
+ */
 export interface DrainConfig {
   /** preStop deadline = effective grace period - this margin (leaves room for Envoy's own exit). */
-  deadlineMarginSeconds: number;
+  deadlineMarginSeconds?: number;
   /** Wait before failing health checks (load balancer deregistration). */
-  drainDelaySeconds: number;
+  drainDelaySeconds?: number;
   /** Never finish the drain earlier than this. */
-  minDrainSeconds: number;
+  minDrainSeconds?: number;
   /** The drain is complete when active downstream connections are at or below this. */
-  minConnections: number;
+  minConnections?: number;
   /** Poll interval of the drain program, in seconds. */
-  pollIntervalSeconds: number;
+  pollIntervalSeconds?: number;
 }
 
 export interface GracePeriodFloorConfig {

@@ -1,17 +1,21 @@
 /**
  * Golden tests over the corpus of real upstream manifests (test/fixtures/upstream).
  *
- * Every fixture goes through both adapters of the core:
+ * Every fixture runs against a cluster with drainguard's default configuration, and those of
+ * CONFIGURED_RUNS also against a cluster whose configuration (test/fixtures/configs/NAME.yaml, the
+ * file `--config` and the chart's ConfigMap give) sets what it names. Each run goes through both
+ * adapters of the core, with the same configuration:
  * - the webhook: `decideAdmission` on the AdmissionReview of each pod its workloads create (the pod a
  *   controller creates from the template, as the API server sends it), its base64 JSON Patch applied
  *   with an independent RFC 6902 implementation;
- * - `drainguard inject`, the built CLI run as a process, on the file (YAML and --explain).
+ * - `drainguard inject`, the built CLI run as a process, on the file (YAML and --explain; `--config FILE`).
  * The test fails when the two disagree (patched pod, outcome, warnings), when the result differs from
  * the committed goldens in this directory, when a second pass changes anything, or when a patched pod
  * breaks the Kubernetes Pod schema (unknown fields included).
  *
  * Goldens record today's behaviour, mistakes included; a change of behaviour regenerates them with
- * `npm run golden:update` (UPDATE_GOLDEN=1) and the diff is reviewed like code. Per fixture:
+ * `npm run golden:update` (UPDATE_GOLDEN=1) and the diff is reviewed like code. Per run, NAME being the
+ * fixture's name, or `FIXTURE.with-CONFIG` for a run with a configuration:
  * - NAME.injected.yaml  stdout of `drainguard inject -f FIXTURE`
  * - NAME.explain.txt    stdout of `drainguard inject -f FIXTURE --explain`
  * - NAME.warnings.txt   per workload, the webhook's outcome and the warnings the API server would relay
@@ -20,7 +24,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 
 import { decideAdmission, shapeWarnings, type AdmissionDecision } from '../../src/admission';
-import { defaultConfig } from '../../src/config';
+import { defaultConfig, loadConfigFile, type Config } from '../../src/config';
 import type { Pod } from '../../src/k8s';
 import { buildCli, drainguard } from '../e2e/cli/run-cli';
 import { admissionReview } from '../integration/server/webhook-test-kit';
@@ -39,8 +43,46 @@ const GOLDEN_DIR = join(REPO_ROOT, 'test/golden');
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const GOLDEN_SUFFIXES = ['.injected.yaml', '.explain.txt', '.warnings.txt'] as const;
 
-const config = defaultConfig();
 const fixtures = upstreamFixtures();
+
+/**
+ * The fixtures that also run against a configured cluster, by configuration: shapes where each source
+ * of a drain setting shows (a sidecar with no flags at an old and a new release, one whose flags set
+ * everything, Envoy Gateway's defaults, a release that cannot be told, a plain Envoy).
+ */
+const CONFIGURED_RUNS: Readonly<Record<string, readonly string[]>> = {
+  'cluster-drain': [
+    'contour-v1.10.0-daemonset',
+    'contour-v1.30.0-render-daemonset',
+    'bitnami-21.1.5-deployment-drain-flags',
+    'bitnami-21.1.5-daemonset-image-digest',
+    'envoy-gateway-v1.5.3-deployment-default',
+    'plain-stable-envoy-chart',
+  ],
+};
+
+/** One fixture against one cluster's configuration. */
+interface GoldenRun {
+  /** The goldens' name: the fixture's, with `.with-CONFIG` for a configured cluster. */
+  name: string;
+  fixture: UpstreamFixture;
+  config: Config;
+  /** `--config` for the CLI, relative to the repository; absent: the defaults. */
+  configPath?: string;
+}
+
+const runs: GoldenRun[] = [
+  ...fixtures.map((fixture) => ({ name: fixture.name, fixture, config: defaultConfig() })),
+  ...Object.entries(CONFIGURED_RUNS).flatMap(([configName, names]) => {
+    const configPath = `test/fixtures/configs/${configName}.yaml`;
+    const config = loadConfigFile(join(REPO_ROOT, configPath));
+    return names.map((fixtureName) => {
+      const fixture = fixtures.find((candidate) => candidate.name === fixtureName);
+      if (fixture === undefined) throw new Error(`CONFIGURED_RUNS names ${fixtureName}, which is not in test/fixtures/upstream`);
+      return { name: `${fixture.name}.with-${configName}`, fixture, config, configPath };
+    });
+  }),
+];
 
 interface WebhookAnswer {
   workload: UpstreamWorkload;
@@ -52,7 +94,7 @@ interface WebhookAnswer {
   patched: Pod;
 }
 
-function ask(pod: Pod): { decision: AdmissionDecision; response: WebhookAnswer['response'] } {
+function ask(pod: Pod, config: Config): { decision: AdmissionDecision; response: WebhookAnswer['response'] } {
   const decision = decideAdmission(admissionReview(pod), config);
   if (decision.httpStatus !== 200) throw new Error(`webhook answered HTTP ${decision.httpStatus}: ${JSON.stringify(decision.body)}`);
   return { decision, response: (decision.body as { response: WebhookAnswer['response'] }).response };
@@ -62,9 +104,9 @@ function patchOf(response: WebhookAnswer['response']): unknown[] {
   return response.patch === undefined ? [] : (JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as unknown[]);
 }
 
-function webhookAnswer(workload: UpstreamWorkload): WebhookAnswer {
+function webhookAnswer(workload: UpstreamWorkload, config: Config): WebhookAnswer {
   const sent = asSentByApiServer(workload.pod);
-  const { decision, response } = ask(sent);
+  const { decision, response } = ask(sent, config);
   return { workload, decision, response, sent, patched: applyIndependently(sent, patchOf(response)) };
 }
 
@@ -89,9 +131,9 @@ function cliOutcome(explain: string, fixture: UpstreamFixture, workload: Upstrea
   return line?.slice(prefix.length).split(/[ :]/)[0];
 }
 
-function warningsGolden(answers: readonly WebhookAnswer[], fixture: UpstreamFixture): string {
+function warningsGolden(answers: readonly WebhookAnswer[], run: GoldenRun): string {
   const lines = [
-    `# ${fixture.relativePath}: what the webhook answers for the pod of each workload.`,
+    `# ${run.fixture.relativePath}${run.configPath === undefined ? '' : ` with ${run.configPath}`}: what the webhook answers for the pod of each workload.`,
     '# Regenerate with `npm run golden:update` and review the diff.',
   ];
   for (const answer of answers) {
@@ -105,8 +147,8 @@ function warningsGolden(answers: readonly WebhookAnswer[], fixture: UpstreamFixt
   return `${lines.join('\n')}\n`;
 }
 
-function expectGolden(fixture: UpstreamFixture, suffix: (typeof GOLDEN_SUFFIXES)[number], actual: string): void {
-  const path = join(GOLDEN_DIR, `${fixture.name}${suffix}`);
+function expectGolden(run: GoldenRun, suffix: (typeof GOLDEN_SUFFIXES)[number], actual: string): void {
+  const path = join(GOLDEN_DIR, `${run.name}${suffix}`);
   if (UPDATE) {
     writeFileSync(path, actual);
     return;
@@ -123,7 +165,7 @@ it('has a corpus to check', () => {
 });
 
 it('keeps no golden file without its fixture', () => {
-  const names = new Set(fixtures.map((fixture) => fixture.name));
+  const names = new Set(runs.map((run) => run.name));
   const orphans = readdirSync(GOLDEN_DIR).filter((file) => {
     const suffix = GOLDEN_SUFFIXES.find((candidate) => file.endsWith(candidate));
     return suffix !== undefined && !names.has(file.slice(0, -suffix.length));
@@ -132,15 +174,17 @@ it('keeps no golden file without its fixture', () => {
   else expect(orphans).toEqual([]);
 });
 
-describe.each(fixtures.map((fixture) => [fixture.name, fixture] as const))('%s', (_name, fixture) => {
+describe.each(runs.map((run) => [run.name, run] as const))('%s', (_name, run) => {
+  const { fixture, config } = run;
+  const configFlag = run.configPath === undefined ? [] : ['--config', run.configPath];
   let injected: { status: number | null; stdout: string; stderr: string };
   let explain: { status: number | null; stdout: string; stderr: string };
   let answers: WebhookAnswer[];
 
   beforeAll(() => {
-    injected = drainguard(['inject', '-f', fixture.relativePath]);
-    explain = drainguard(['inject', '-f', fixture.relativePath, '--explain']);
-    answers = fixture.workloads.map(webhookAnswer);
+    injected = drainguard(['inject', '-f', fixture.relativePath, ...configFlag]);
+    explain = drainguard(['inject', '-f', fixture.relativePath, '--explain', ...configFlag]);
+    answers = fixture.workloads.map((workload) => webhookAnswer(workload, config));
   });
 
   it('is injected by the CLI without an error', () => {
@@ -165,17 +209,23 @@ describe.each(fixtures.map((fixture) => [fixture.name, fixture] as const))('%s',
   });
 
   it('matches its goldens', () => {
-    expectGolden(fixture, '.injected.yaml', injected.stdout);
-    expectGolden(fixture, '.explain.txt', explain.stdout);
-    expectGolden(fixture, '.warnings.txt', warningsGolden(answers, fixture));
+    expectGolden(run, '.injected.yaml', injected.stdout);
+    expectGolden(run, '.explain.txt', explain.stdout);
+    expectGolden(run, '.warnings.txt', warningsGolden(answers, run));
   });
+
+  if (run.configPath !== undefined) {
+    it('shows the configuration: its --explain differs from the same fixture\'s in a cluster with the defaults', () => {
+      expect(explain.stdout).not.toBe(readFileSync(join(GOLDEN_DIR, `${fixture.name}.explain.txt`), 'utf8'));
+    });
+  }
 
   it('is left as it is by a second pass of either adapter', () => {
     for (const answer of answers) {
-      const again = ask(answer.patched);
+      const again = ask(answer.patched, config);
       expect({ patch: again.response.patch, operations: again.decision.outcome.patchOperations }).toEqual({ patch: undefined, operations: 0 });
     }
-    const twice = drainguard(['inject', '-f', '-'], injected.stdout);
+    const twice = drainguard(['inject', '-f', '-', ...configFlag], injected.stdout);
     expect(twice.status).toBe(0);
     expect(twice.stdout).toBe(injected.stdout);
   });

@@ -147,7 +147,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
     this.options = options;
     this.state = options.state ?? 'LIVE';
     this.version = parseVersion(options.version ?? '1.31.2');
-    this.drainManager = new SimulatedDrainManager(this.version, options.drainTimeS ?? 600, options.runtimeGuards ?? {}, (direction) => this.stopListeners(direction));
+    this.drainManager = new SimulatedDrainManager(this.version, options.drainTimeS ?? 600, options.runtimeGuards ?? {}, (direction) => this.stopListeners(direction), () => this.emit('drain-sequence-ended'));
   }
 
   /** The first drain sequence `/drain_listeners?graceful` started, if one did. */

@@ -2,12 +2,14 @@
  * What a replaced upstream shutdown component would have done where the pod gives it no flag: its
  * compiled-in default at the release it runs, as read in its source (docs/upstream-shapes.md, sections
  * 1-2, "Defaults by release"). drainguard keeps the effective behaviour of what it replaces, so a flag
- * the pod does not show still means that release's default, never drainguard's own configuration.
+ * the pod does not show still means that release's default, never drainguard's own default; only a
+ * setting the operator set in drainguard's configuration outranks it (src/mutate/plan/timing.ts).
  *
  * The release is read from the component's image tag (`ghcr.io/projectcontour/contour:v1.30.0`,
  * Bitnami's `1.32.1-debian-12-r0`) or, where the tag does not tell (`latest`, a digest, a private tag),
  * from flags that only some releases render. A default that differs between the releases the pod may
- * run is not guessed: the configured value applies, with a warning naming the annotation to set.
+ * run is not guessed: the configured setting applies, else drainguard's default with a warning naming
+ * the annotation to set.
  */
 import type { Container, Pod } from '../../k8s';
 import type { EnvoyArgs } from './envoy-args';

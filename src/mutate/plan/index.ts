@@ -127,7 +127,7 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
     planned.undoneSinceLastPass,
     sidecars.undoneSinceLastPass,
     carried.warnings,
-    undeterminedWarnings(carried, overrides, hook.previous !== undefined),
+    undeterminedWarnings(carried, overrides, hook.previous !== undefined, config),
     sidecars.warnings,
     hook.unreadable,
     record.warnings,

@@ -6,7 +6,7 @@
 import { statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { drainHarness, expectHealthCheckFailedOnceAnswered } from './harness';
+import { drainHarness, expectFailedThenDrained, expectHealthCheckFailedOnceAnswered } from './harness';
 import { MAX_DEADLINE_SECONDS } from '../../../src/drain-contract';
 import { listenerExclusionPattern } from '../../../src/mutate/plan/listeners';
 import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
@@ -100,14 +100,17 @@ describe.each(E2E_CASES)('$title', (target) => {
     const sim = await simulator();
     const run = await drain(sim, ['--deadline', `${MAX_DEADLINE_SECONDS}s`, '--min-drain', '0s']).finished;
     expect(run.code).toBe(0);
-    expect(sim.requests.filter((r) => r.method === 'POST').map((r) => r.path)).toEqual(['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']);
+    // However many attempts /healthcheck/fail took under a 1 s request timeout on a loaded machine.
+    expectFailedThenDrained(sim, '/drain_listeners?graceful&skip_exit');
+    expectHealthCheckFailedOnceAnswered(run, sim);
     expect(summaryOf(run)).toMatchObject({ reason: 'drained', connections_at_end: 0 });
 
     // 2147484 s is past 2^31-1 ms, where a JavaScript timer overflows and fires at once.
+    const requestsBefore = sim.requests.length;
     const refused = await drain(sim, ['--deadline', '2147484s', '--min-drain', '0s']).finished;
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--deadline "2147484s": expected');
-    expect(sim.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
+    expect(sim.requests).toHaveLength(requestsBefore);
   });
 
   test('connections that never close → exit 0 at the deadline', async () => {

@@ -123,3 +123,18 @@ export function expectHealthCheckFailedOnceAnswered(run: FinishedRun, sim: Envoy
   expect(run.logs.findIndex((l) => l.phase === 'healthcheck-confirm')).toBeGreaterThan(run.logs.lastIndexOf(attempts.at(-1) as LogLine));
   if (attempts[0]?.status === 200) expect(posts).toHaveLength(1);
 }
+
+/**
+ * The POSTs of a drain that ended, in the program's causal order, which holds on a loaded machine too:
+ * `/healthcheck/fail` one or more times (an attempt left unanswered within the request timeout is tried
+ * again), then `drainPath`, sent only once Envoy had answered the last attempt. This is what the
+ * simulator alone shows; with the program's log, expectHealthCheckFailedOnceAnswered says more.
+ */
+export function expectFailedThenDrained(sim: EnvoyAdminSimulator, drainPath: string): void {
+  const posts = sim.requests.filter((r) => r.method === 'POST');
+  const attempts = posts.slice(0, -1);
+  expect(attempts.length).toBeGreaterThanOrEqual(1);
+  expect(attempts.map((r) => r.path)).toEqual(attempts.map(() => '/healthcheck/fail'));
+  expect(posts.at(-1)?.path).toBe(drainPath);
+  expect(posts.at(-1)?.at).toBeGreaterThanOrEqual(attempts.at(-1)?.answeredAt as number);
+}

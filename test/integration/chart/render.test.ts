@@ -6,6 +6,7 @@
 import { findOne, webhookObjects, helmBinary, renderChart, type K8sObject, type RenderOptions } from '../../support/helm';
 import { parse } from 'yaml';
 import { SERVE_USAGE } from '../../../src/cli/serve';
+import { parseConfig } from '../../../src/config';
 import { validateAll } from './validate';
 import { admissionLimits, memoryLimitMiB } from '../../../src/server/sizing';
 
@@ -329,6 +330,19 @@ describe('config', () => {
   test('values under config reach the file', () => {
     const config = configOf(renderChart({ set: { 'config.drain.drainDelaySeconds': 7, 'config.sidecarMode': 'disarm' } }));
     expect(config).toMatchObject({ drain: { drainDelaySeconds: 7 }, sidecarMode: 'disarm' });
+  });
+
+  /** The server's reading of the rendered file, as `drainguard serve --config` reads it. */
+  const loadedDrain = (objects: K8sObject[]) => {
+    const cm = findOne(webhookObjects(objects), 'ConfigMap') as K8sObject & { data: Record<string, string> };
+    return parseConfig(cm.data['config.yaml']!, 'config.yaml').drain;
+  };
+
+  test('a drain setting the values leave unset stays unset in the file (a default written there would outrank the replaced component\'s)', () => {
+    expect(loadedDrain(variant('defaults'))).toEqual({});
+    expect(loadedDrain(renderChart({ set: { 'config.drain.minDrainSeconds': 20 } }))).toEqual({ minDrainSeconds: 20 });
+    // Setting one to drainguard's own default still sets it: the operator said so.
+    expect(loadedDrain(renderChart({ set: { 'config.drain.drainDelaySeconds': 0 } }))).toEqual({ drainDelaySeconds: 0 });
   });
 });
 

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { parse } from 'yaml';
-import { defaultConfig, type Config } from '../../../src/config';
+import { defaultConfig, DRAIN_SETTING_DEFAULTS, type Config } from '../../../src/config';
 import {
   DRAIN_DEFAULTS,
   DRAIN_FLAGS,
@@ -116,7 +116,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
     ]);
   });
 
-  test('a setting left out is the program default, and drainguard configures the same defaults', () => {
+  test('a setting left out is the program default, and drainguard\'s own drain defaults are the same', () => {
     const admin = address('unix:/admin/admin.sock');
     expect(parseDrainArguments(formatDrainArguments({ admin }))).toEqual({
       admin,
@@ -129,8 +129,8 @@ describe('the flag table round trip: format, then parse, gives back the settings
       excludeListeners: [],
       inboundOnly: false,
     });
-    const { drain } = defaultConfig();
-    expect(drain).toMatchObject({
+    // drainguard's own drain defaults: what its configuration applies when the operator sets none.
+    expect(DRAIN_SETTING_DEFAULTS).toMatchObject({
       drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
       minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
       minConnections: DRAIN_DEFAULTS.minConnections,

@@ -67,6 +67,8 @@ export class SimulatedDrainManager {
     private readonly guards: RuntimeGuards,
     /** Listeners of this direction stop accepting (a drain sequence's end). */
     private readonly stopListeners: (direction: DrainDirection) => void,
+    /** A drain sequence's --drain-time-s is over (whether or not its end stopped listeners). */
+    private readonly sequenceEnded: () => void = () => undefined,
   ) {}
 
   private atLeast(since: SimulatedVersion): boolean {
@@ -109,8 +111,12 @@ export class SimulatedDrainManager {
 
   private start(sequence: DrainSequence, stopAtEnd: boolean): void {
     this.sequences.push(sequence);
-    if (!stopAtEnd) return;
-    const timer = setTimeout(() => this.stopListeners(sequence.stops), this.drainTimeS * 1000);
+    // The sequence runs for --drain-time-s whatever its flags; at its end Envoy's callback stops the
+    // listeners unless skip_exit was given (ListenersHandler::handlerDrainListeners).
+    const timer = setTimeout(() => {
+      if (stopAtEnd) this.stopListeners(sequence.stops);
+      this.sequenceEnded();
+    }, this.drainTimeS * 1000);
     timer.unref();
     this.timers.push(timer);
   }

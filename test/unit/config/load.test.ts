@@ -22,6 +22,14 @@ describe('parseConfig', () => {
     expect(config).toEqual(expected);
   });
 
+  test('a drain setting is present exactly when the file sets it (its default is applied later, below other sources)', () => {
+    expect(parseConfig('', 'empty.yaml').drain).toEqual({});
+    expect(parseConfig('drain:\n  minDrainSeconds: 20\n', 'd.yaml').drain).toEqual({ minDrainSeconds: 20 });
+    // The value of drainguard's own default, written out, is still set by the operator.
+    expect(parseConfig('drain:\n  drainDelaySeconds: 0\n', 'd.yaml').drain).toEqual({ drainDelaySeconds: 0 });
+    expect(parseConfig('drain: {}\n', 'd.yaml').drain).toEqual({});
+  });
+
   test('lists replace the default list', () => {
     expect(parseConfig('envoyImageRepositories: [example/envoy]', 'l.yaml').envoyImageRepositories).toEqual(['example/envoy']);
   });

@@ -4,7 +4,7 @@
  * converges: what a later webhook undid is restored, and a pod where everything holds gets zero
  * operations.
  */
-import { defaultConfig } from '../../../src/config';
+import { defaultConfig, DRAIN_SETTING_DEFAULTS } from '../../../src/config';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
 import { VERSION } from '../../../src/version';
 import { applyIndependently, configWith, container, drainArgs, hasContainer, loadPod, mutateOk, withAnnotations } from './support';
@@ -24,10 +24,10 @@ function copy(pod: Pod): Pod {
 /**
  * The restored hook is the first one, except for what only the removed sidecar showed: Contour's own
  * defaults (no --check-delay, a 5 s poll) went with it and with the replaced hook, so drainguard's
- * configuration applies to those two (docs/design.md, "The status annotation and re-invocation").
+ * own defaults apply to those two (nothing in the configuration sets them here) (docs/design.md, "The status annotation and re-invocation").
  */
 function expectRestored(restored: Container['lifecycle'], hook: Container['lifecycle']): void {
-  const config = defaultConfig().drain;
+  const config = DRAIN_SETTING_DEFAULTS;
   const expected = (hook?.preStop?.exec?.command ?? []).map((word, index, all) =>
     all[index - 1] === '--min-drain' ? `${config.minDrainSeconds}s` : all[index - 1] === '--poll-interval' ? `${config.pollIntervalSeconds}s` : word,
   );
