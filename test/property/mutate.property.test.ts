@@ -51,7 +51,7 @@ function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyN
   result.spec.containers = result.spec.containers.filter((c) => !dropped.has(c.name));
   result.spec.initContainers = (result.spec.initContainers ?? []).filter((c) => !dropped.has(c.name));
   if (result.spec.initContainers.length === 0) delete result.spec.initContainers;
-  result.spec.volumes = (result.spec.volumes ?? []).filter((v) => v.name !== config.installer.fallbackVolumeName);
+  result.spec.volumes = (result.spec.volumes ?? []).filter((v) => v.name !== config.installer.volumeName);
   if (result.spec.volumes.length === 0) delete result.spec.volumes;
   const envoy = result.spec.containers.find((c) => c.name === envoyName) as Container;
   delete envoy.livenessProbe;
@@ -60,7 +60,7 @@ function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyN
   if (envoy.lifecycle !== undefined && Object.keys(envoy.lifecycle).length === 0) delete envoy.lifecycle;
   delete envoy.resources?.requests;
   if (envoy.resources !== undefined && Object.keys(envoy.resources).length === 0) delete envoy.resources;
-  envoy.volumeMounts = (envoy.volumeMounts ?? []).filter((m) => m.name !== config.installer.fallbackVolumeName);
+  envoy.volumeMounts = (envoy.volumeMounts ?? []).filter((m) => m.name !== config.installer.volumeName);
   if (envoy.volumeMounts.length === 0) delete envoy.volumeMounts;
   return result;
 }
