@@ -26,12 +26,13 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 
 import { decideAdmission, shapeWarnings, type AdmissionDecision } from '../../src/admission';
-import { defaultConfig, loadConfigFile, type Config } from '../../src/config';
+import { defaultConfig, type Config } from '../../src/config';
 import type { Pod } from '../../src/k8s';
 import { buildCli, drainguard } from '../e2e/cli/run-cli';
 import { admissionReview } from '../integration/server/webhook-test-kit';
 import { REPO_ROOT } from '../support/repo';
 import { applyIndependently } from '../support/independent-patch';
+import { GOLDEN_VARIANTS as VARIANTS, variantConfig, type GoldenVariant } from '../support/golden-variants';
 import { podSchemaProblems } from '../support/pod-schema';
 import {
   asSentByApiServer,
@@ -47,32 +48,6 @@ const GOLDEN_SUFFIXES = ['.injected.yaml', '.explain.txt', '.warnings.txt'] as c
 
 const fixtures = upstreamFixtures();
 
-/** A configuration the corpus also runs under, on the fixtures named. */
-interface Variant {
-  name: string;
-  /** The configuration file, relative to the repository (the CLI's working directory). */
-  configPath: string;
-  fixtures: readonly string[];
-}
-
-const VARIANTS: readonly Variant[] = [
-  {
-    // installer.delivery: image-volume. Contour (the admin socket's bootstrap emptyDir, the gateway
-    // provisioner), Envoy Gateway (with and without its shutdown-manager sidecar), Bitnami, and a plain
-    // Envoy whose ConfigMap bootstrap sends copy mode to drainguard's own emptyDir.
-    name: 'image-volume',
-    configPath: 'test/fixtures/config/image-volume.yaml',
-    fixtures: [
-      'bitnami-21.1.5-daemonset-default',
-      'contour-provisioner-main-daemonset',
-      'contour-v1.30.0-render-daemonset',
-      'envoy-gateway-main-deployment-shutdown-manager',
-      'envoy-gateway-v1.5.3-deployment-default',
-      'plain-stable-envoy-chart',
-    ],
-  },
-];
-
 /** The default configuration's run, and each variant's. */
 interface Run {
   /** `''`, or `.VARIANT` in golden file names. */
@@ -82,9 +57,9 @@ interface Run {
   configPath: string | undefined;
 }
 const DEFAULT_RUN: Run = { suffix: '', config: defaultConfig(), cliArgs: [], configPath: undefined };
-const variantRun = (variant: Variant): Run => ({
+const variantRun = (variant: GoldenVariant): Run => ({
   suffix: `.${variant.name}`,
-  config: loadConfigFile(join(REPO_ROOT, variant.configPath)),
+  config: variantConfig(variant),
   cliArgs: ['--config', variant.configPath],
   configPath: variant.configPath,
 });
