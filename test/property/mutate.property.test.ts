@@ -117,6 +117,23 @@ describe('mutate() over generated valid pods', () => {
     );
   });
 
+  test('a change of delivery mode converges: rewritten in one mode and admitted in the other ends as a fresh admission in the other', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const { pod, config } = testCase;
+        // A volume of drainguard's name that was there before drainguard: copy mode takes an emptyDir of
+        // that name as its own, image-volume mode only one its status records, so the two differ by design.
+        fc.pre(!(pod.spec.volumes ?? []).some((volume) => volume.name === config.installer.volumeName));
+        const other = { ...config, installer: { ...config.installer, delivery: config.installer.delivery === 'copy' ? ('image-volume' as const) : ('copy' as const) } };
+        const first = patched(testCase).after;
+        const fresh = patched({ pod, config: other }).after;
+        const switched = applyIndependently(first, mutate(first, other).patch);
+        expect(switched).toEqual(fresh);
+      }),
+      settings,
+    );
+  });
+
   test('nothing outside drainguard\'s scope changes, and no user request is overwritten', () => {
     fc.assert(
       fc.property(validPodCase, (testCase) => {

@@ -130,11 +130,15 @@ const STEPS: readonly Step[] = [
     },
   },
   // 8. in remove mode, the sidecar goes. Last: removals shift indices, and nothing after them may
-  //    address a container by index.
+  //    address a container by index. A native sidecar that was the last init container takes the list
+  //    with it (image-volume mode adds no installer), as the API server stores no empty list.
   {
     action: 'sidecar-removed',
     write: (plan, builder) => {
-      for (const sidecar of plan.removals) builder.remove(containerPath(sidecar));
+      for (const sidecar of plan.removals) {
+        const list = builder.read(['spec', sidecar.list]) as unknown[];
+        builder.remove(list.length === 1 ? ['spec', sidecar.list] : containerPath(sidecar));
+      }
     },
   },
 ];
