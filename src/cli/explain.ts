@@ -145,6 +145,11 @@ function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
   for (const [index, listener] of (timeline.excludedListeners ?? []).entries()) {
     rows.push([index === 0 ? 'not counted' : '', `:${listener.port}`, listener.reasons.join('; ')]);
   }
+  // Copy mode, the default, says how in the actions of the heading (installer).
+  const delivery = timeline.delivery;
+  if (delivery?.mode === 'image-volume') {
+    rows.unshift(['drain program', delivery.program, `image volume ${delivery.volume ?? ''} of ${delivery.image}, mounted read-only into Envoy (installer.delivery: image-volume)`]);
+  }
   if (timeline.envoyContainer !== undefined) rows.unshift(['Envoy container', timeline.envoyContainer, timeline.envoyEvidence ?? '']);
   for (const component of timeline.replaces ?? []) rows.splice(1, 0, ['replaces', `${component.name} ${component.release}`, component.how]);
   return rows;

@@ -1,6 +1,11 @@
 import type { Config, DrainConfig } from './types';
-import { DRAIN_DEFAULTS } from '../drain-contract';
+import { DRAIN_DEFAULTS, PROGRAM_NAME } from '../drain-contract';
 import { VERSION } from '../version';
+
+/** Where a release publishes the drain program's image (`npm run release` builds it: docs/development.md, "Release"). */
+export const DRAIN_IMAGE_REPOSITORY = 'ghcr.io/drainguard/envoy-shutdown';
+/** The executable's path in that image: its only file, at the root, so an image volume shows it at `<mountPath>/envoy-shutdown`. */
+export const DRAIN_IMAGE_PROGRAM_PATH = `/${PROGRAM_NAME}`;
 
 /**
  * Every default drainguard uses, in one place. docs/configuration.md's table and the chart's
@@ -14,13 +19,14 @@ export function defaultConfig(): Config {
     shutdownManagerContainerName: 'shutdown-manager',
     sidecarMode: 'remove',
     installer: {
+      delivery: 'copy',
       containerName: 'drainguard-install',
-      image: `ghcr.io/drainguard/drainguard:${VERSION}`,
+      image: `${DRAIN_IMAGE_REPOSITORY}:${VERSION}`,
       imagePullPolicy: 'IfNotPresent',
-      programPath: '/opt/drainguard/envoy-shutdown/envoy-shutdown',
+      programPath: DRAIN_IMAGE_PROGRAM_PATH,
       installDirectory: 'drainguard',
-      fallbackVolumeName: 'drainguard',
-      fallbackMountPath: '/drainguard',
+      volumeName: 'drainguard',
+      mountPath: '/drainguard',
     },
     requests: {
       envoy: { cpu: '100m', memory: '128Mi' },

@@ -1,35 +1,38 @@
 /**
  * Golden tests over the corpus of real upstream manifests (test/fixtures/upstream).
  *
- * Every fixture runs against a cluster with drainguard's default configuration, and those of
- * CONFIGURED_RUNS also against a cluster whose configuration (test/fixtures/configs/NAME.yaml, the
- * file `--config` and the chart's ConfigMap give) sets what it names. Each run goes through both
- * adapters of the core, with the same configuration:
+ * Every fixture goes through both adapters of the core:
  * - the webhook: `decideAdmission` on the AdmissionReview of each pod its workloads create (the pod a
  *   controller creates from the template, as the API server sends it), its base64 JSON Patch applied
  *   with an independent RFC 6902 implementation;
- * - `drainguard inject`, the built CLI run as a process, on the file (YAML and --explain; `--config FILE`).
+ * - `drainguard inject`, the built CLI run as a process, on the file (YAML and --explain).
  * The test fails when the two disagree (patched pod, outcome, warnings), when the result differs from
  * the committed goldens in this directory, when a second pass changes anything, or when a patched pod
  * breaks the Kubernetes Pod schema (unknown fields included).
  *
  * Goldens record today's behaviour, mistakes included; a change of behaviour regenerates them with
- * `npm run golden:update` (UPDATE_GOLDEN=1) and the diff is reviewed like code. Per run, NAME being the
- * fixture's name, or `FIXTURE.with-CONFIG` for a run with a configuration:
+ * `npm run golden:update` (UPDATE_GOLDEN=1) and the diff is reviewed like code. Per fixture:
  * - NAME.injected.yaml  stdout of `drainguard inject -f FIXTURE`
  * - NAME.explain.txt    stdout of `drainguard inject -f FIXTURE --explain`
  * - NAME.warnings.txt   per workload, the webhook's outcome and the warnings the API server would relay
+ *
+ * Every fixture runs under the default configuration. A variant runs some fixtures again under a
+ * configuration file of test/fixtures/config (the webhook given the same file parsed, `inject` given
+ * `--config`), with goldens named NAME.VARIANT.*; where a variant changes how the drain program is
+ * delivered, a pod rewritten under either configuration and admitted again under the other must end
+ * exactly as a fresh admission under the other.
  */
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { decideAdmission, shapeWarnings, type AdmissionDecision } from '../../src/admission';
-import { defaultConfig, loadConfigFile, type Config } from '../../src/config';
+import { defaultConfig, type Config } from '../../src/config';
 import type { Pod } from '../../src/k8s';
 import { buildCli, drainguard } from '../e2e/cli/run-cli';
 import { admissionReview } from '../integration/server/webhook-test-kit';
 import { REPO_ROOT } from '../support/repo';
 import { applyIndependently } from '../support/independent-patch';
+import { GOLDEN_VARIANTS as VARIANTS, variantConfig, type GoldenVariant } from '../support/golden-variants';
 import { podSchemaProblems } from '../support/pod-schema';
 import {
   asSentByApiServer,
@@ -45,44 +48,21 @@ const GOLDEN_SUFFIXES = ['.injected.yaml', '.explain.txt', '.warnings.txt'] as c
 
 const fixtures = upstreamFixtures();
 
-/**
- * The fixtures that also run against a configured cluster, by configuration: shapes where each source
- * of a drain setting shows (a sidecar with no flags at an old and a new release, one whose flags set
- * everything, Envoy Gateway's defaults, a release that cannot be told, a plain Envoy).
- */
-const CONFIGURED_RUNS: Readonly<Record<string, readonly string[]>> = {
-  'cluster-drain': [
-    'contour-v1.10.0-daemonset',
-    'contour-v1.30.0-render-daemonset',
-    'bitnami-21.1.5-deployment-drain-flags',
-    'bitnami-21.1.5-daemonset-image-digest',
-    'envoy-gateway-v1.5.3-deployment-default',
-    'plain-stable-envoy-chart',
-  ],
-};
-
-/** One fixture against one cluster's configuration. */
-interface GoldenRun {
-  /** The goldens' name: the fixture's, with `.with-CONFIG` for a configured cluster. */
-  name: string;
-  fixture: UpstreamFixture;
+/** The default configuration's run, and each variant's. */
+interface Run {
+  /** `''`, or `.VARIANT` in golden file names. */
+  suffix: string;
   config: Config;
-  /** `--config` for the CLI, relative to the repository; absent: the defaults. */
-  configPath?: string;
+  cliArgs: string[];
+  configPath: string | undefined;
 }
-
-const runs: GoldenRun[] = [
-  ...fixtures.map((fixture) => ({ name: fixture.name, fixture, config: defaultConfig() })),
-  ...Object.entries(CONFIGURED_RUNS).flatMap(([configName, names]) => {
-    const configPath = `test/fixtures/configs/${configName}.yaml`;
-    const config = loadConfigFile(join(REPO_ROOT, configPath));
-    return names.map((fixtureName) => {
-      const fixture = fixtures.find((candidate) => candidate.name === fixtureName);
-      if (fixture === undefined) throw new Error(`CONFIGURED_RUNS names ${fixtureName}, which is not in test/fixtures/upstream`);
-      return { name: `${fixture.name}.with-${configName}`, fixture, config, configPath };
-    });
-  }),
-];
+const DEFAULT_RUN: Run = { suffix: '', config: defaultConfig(), cliArgs: [], configPath: undefined };
+const variantRun = (variant: GoldenVariant): Run => ({
+  suffix: `.${variant.name}`,
+  config: variantConfig(variant),
+  cliArgs: ['--config', variant.configPath],
+  configPath: variant.configPath,
+});
 
 interface WebhookAnswer {
   workload: UpstreamWorkload;
@@ -110,6 +90,11 @@ function webhookAnswer(workload: UpstreamWorkload, config: Config): WebhookAnswe
   return { workload, decision, response, sent, patched: applyIndependently(sent, patchOf(response)) };
 }
 
+/** The pod `pod` becomes when admitted under `config`. */
+function admitted(pod: Pod, config: Config): Pod {
+  return applyIndependently(pod, patchOf(ask(pod, config).response));
+}
+
 /** `test/fixtures/upstream/x.yaml: document 1: DaemonSet projectcontour/envoy: `, the CLI's prefix for a workload. */
 function cliLocation(fixture: UpstreamFixture, workload: UpstreamWorkload): string {
   return `${fixture.relativePath}: document ${workload.document}: ${workload.label}: `;
@@ -131,9 +116,9 @@ function cliOutcome(explain: string, fixture: UpstreamFixture, workload: Upstrea
   return line?.slice(prefix.length).split(/[ :]/)[0];
 }
 
-function warningsGolden(answers: readonly WebhookAnswer[], run: GoldenRun): string {
+function warningsGolden(answers: readonly WebhookAnswer[], fixture: UpstreamFixture, run: Run): string {
   const lines = [
-    `# ${run.fixture.relativePath}${run.configPath === undefined ? '' : ` with ${run.configPath}`}: what the webhook answers for the pod of each workload.`,
+    `# ${fixture.relativePath}: what the webhook answers for the pod of each workload${run.configPath === undefined ? '' : `, configured by ${run.configPath}`}.`,
     '# Regenerate with `npm run golden:update` and review the diff.',
   ];
   for (const answer of answers) {
@@ -147,8 +132,8 @@ function warningsGolden(answers: readonly WebhookAnswer[], run: GoldenRun): stri
   return `${lines.join('\n')}\n`;
 }
 
-function expectGolden(run: GoldenRun, suffix: (typeof GOLDEN_SUFFIXES)[number], actual: string): void {
-  const path = join(GOLDEN_DIR, `${run.name}${suffix}`);
+function expectGolden(fixture: UpstreamFixture, run: Run, suffix: (typeof GOLDEN_SUFFIXES)[number], actual: string): void {
+  const path = join(GOLDEN_DIR, `${fixture.name}${run.suffix}${suffix}`);
   if (UPDATE) {
     writeFileSync(path, actual);
     return;
@@ -164,8 +149,16 @@ it('has a corpus to check', () => {
   expect(fixtures.every((fixture) => fixture.workloads.length > 0)).toBe(true);
 });
 
+it('runs every variant on fixtures of the corpus', () => {
+  const names = new Set(fixtures.map((fixture) => fixture.name));
+  for (const variant of VARIANTS) expect(variant.fixtures.filter((name) => !names.has(name))).toEqual([]);
+});
+
 it('keeps no golden file without its fixture', () => {
-  const names = new Set(runs.map((run) => run.name));
+  const names = new Set([
+    ...fixtures.map((fixture) => fixture.name),
+    ...VARIANTS.flatMap((variant) => variant.fixtures.map((name) => `${name}.${variant.name}`)),
+  ]);
   const orphans = readdirSync(GOLDEN_DIR).filter((file) => {
     const suffix = GOLDEN_SUFFIXES.find((candidate) => file.endsWith(candidate));
     return suffix !== undefined && !names.has(file.slice(0, -suffix.length));
@@ -174,17 +167,16 @@ it('keeps no golden file without its fixture', () => {
   else expect(orphans).toEqual([]);
 });
 
-describe.each(runs.map((run) => [run.name, run] as const))('%s', (_name, run) => {
-  const { fixture, config } = run;
-  const configFlag = run.configPath === undefined ? [] : ['--config', run.configPath];
+/** The tests of one fixture under one configuration. */
+function fixtureTests(fixture: UpstreamFixture, run: Run): void {
   let injected: { status: number | null; stdout: string; stderr: string };
   let explain: { status: number | null; stdout: string; stderr: string };
   let answers: WebhookAnswer[];
 
   beforeAll(() => {
-    injected = drainguard(['inject', '-f', fixture.relativePath, ...configFlag]);
-    explain = drainguard(['inject', '-f', fixture.relativePath, '--explain', ...configFlag]);
-    answers = fixture.workloads.map((workload) => webhookAnswer(workload, config));
+    injected = drainguard(['inject', '-f', fixture.relativePath, ...run.cliArgs]);
+    explain = drainguard(['inject', '-f', fixture.relativePath, '--explain', ...run.cliArgs]);
+    answers = fixture.workloads.map((workload) => webhookAnswer(workload, run.config));
   });
 
   it('is injected by the CLI without an error', () => {
@@ -209,23 +201,17 @@ describe.each(runs.map((run) => [run.name, run] as const))('%s', (_name, run) =>
   });
 
   it('matches its goldens', () => {
-    expectGolden(run, '.injected.yaml', injected.stdout);
-    expectGolden(run, '.explain.txt', explain.stdout);
-    expectGolden(run, '.warnings.txt', warningsGolden(answers, run));
+    expectGolden(fixture, run, '.injected.yaml', injected.stdout);
+    expectGolden(fixture, run, '.explain.txt', explain.stdout);
+    expectGolden(fixture, run, '.warnings.txt', warningsGolden(answers, fixture, run));
   });
-
-  if (run.configPath !== undefined) {
-    it('shows the configuration: its --explain differs from the same fixture\'s in a cluster with the defaults', () => {
-      expect(explain.stdout).not.toBe(readFileSync(join(GOLDEN_DIR, `${fixture.name}.explain.txt`), 'utf8'));
-    });
-  }
 
   it('is left as it is by a second pass of either adapter', () => {
     for (const answer of answers) {
-      const again = ask(answer.patched, config);
+      const again = ask(answer.patched, run.config);
       expect({ patch: again.response.patch, operations: again.decision.outcome.patchOperations }).toEqual({ patch: undefined, operations: 0 });
     }
-    const twice = drainguard(['inject', '-f', '-', ...configFlag], injected.stdout);
+    const twice = drainguard(['inject', '-f', '-', ...run.cliArgs], injected.stdout);
     expect(twice.status).toBe(0);
     expect(twice.stdout).toBe(injected.stdout);
   });
@@ -241,5 +227,24 @@ describe.each(runs.map((run) => [run.name, run] as const))('%s', (_name, run) =>
         after: [],
       });
     }
+  });
+}
+
+describe.each(fixtures.map((fixture) => [fixture.name, fixture] as const))('%s', (_name, fixture) => fixtureTests(fixture, DEFAULT_RUN));
+
+describe.each(VARIANTS.map((variant) => [variant.name, variant] as const))('variant %s', (_variant, variant) => {
+  const run = variantRun(variant);
+  describe.each(variant.fixtures.map((name) => [name, fixtures.find((fixture) => fixture.name === name)!] as const))('%s', (_name, fixture) => {
+    fixtureTests(fixture, run);
+
+    it('ends the same when rewritten under either configuration and admitted again under the other', () => {
+      const configs = [DEFAULT_RUN.config, run.config] as const;
+      for (const workload of fixture.workloads) {
+        const sent = asSentByApiServer(workload.pod);
+        const [underDefault, underVariant] = configs.map((config) => admitted(sent, config)) as [Pod, Pod];
+        expect({ workload: workload.label, switched: admitted(underDefault, configs[1]) }).toEqual({ workload: workload.label, switched: underVariant });
+        expect({ workload: workload.label, switched: admitted(underVariant, configs[0]) }).toEqual({ workload: workload.label, switched: underDefault });
+      }
+    });
   });
 });

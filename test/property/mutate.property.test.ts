@@ -55,7 +55,7 @@ function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyN
   result.spec.containers = result.spec.containers.filter((c) => !dropped.has(c.name));
   result.spec.initContainers = (result.spec.initContainers ?? []).filter((c) => !dropped.has(c.name));
   if (result.spec.initContainers.length === 0) delete result.spec.initContainers;
-  result.spec.volumes = (result.spec.volumes ?? []).filter((v) => v.name !== config.installer.fallbackVolumeName);
+  result.spec.volumes = (result.spec.volumes ?? []).filter((v) => v.name !== config.installer.volumeName);
   if (result.spec.volumes.length === 0) delete result.spec.volumes;
   const envoy = result.spec.containers.find((c) => c.name === envoyName) as Container;
   delete envoy.livenessProbe;
@@ -64,7 +64,7 @@ function outsideScope(pod: Pod, { pod: original, config }: GeneratedCase, envoyN
   if (envoy.lifecycle !== undefined && Object.keys(envoy.lifecycle).length === 0) delete envoy.lifecycle;
   delete envoy.resources?.requests;
   if (envoy.resources !== undefined && Object.keys(envoy.resources).length === 0) delete envoy.resources;
-  envoy.volumeMounts = (envoy.volumeMounts ?? []).filter((m) => m.name !== config.installer.fallbackVolumeName);
+  envoy.volumeMounts = (envoy.volumeMounts ?? []).filter((m) => m.name !== config.installer.volumeName);
   if (envoy.volumeMounts.length === 0) delete envoy.volumeMounts;
   return result;
 }
@@ -94,7 +94,7 @@ const record = coverage.record.bind(coverage);
 function mutatedClasses({ pod, config }: GeneratedCase, result: Extract<MutationResult, { status: 'mutated' }>): string[] {
   const classes = result.actions.map((action) => `action ${action}`);
   if (pod.spec.initContainers?.some((c) => c.restartPolicy === 'Always')) classes.push('a native sidecar');
-  if (result.patch.some((op) => op.op === 'add' && /^\/spec\/volumes(\/-)?$/.test(op.path) && JSON.stringify(op.value).includes(`"${config.installer.fallbackVolumeName}"`))) {
+  if (result.patch.some((op) => op.op === 'add' && /^\/spec\/volumes(\/-)?$/.test(op.path) && JSON.stringify(op.value).includes(`"${config.installer.volumeName}"`))) {
     classes.push("drainguard's own volume");
   }
   return classes;
@@ -163,6 +163,23 @@ describe('mutate() over generated valid pods', () => {
         const third = mutate(stripped, testCase.config);
         expect(third.patch.map((op) => op.path)).toEqual([`/metadata/annotations/drainguard.io~1status`]);
         record('a second pass', ...mutatedClasses(testCase, result));
+      }),
+      settings,
+    );
+  });
+
+  test('a change of delivery mode converges: rewritten in one mode and admitted in the other ends as a fresh admission in the other', () => {
+    fc.assert(
+      fc.property(validPodCase, (testCase) => {
+        const { pod, config } = testCase;
+        // A volume of drainguard's name that was there before drainguard: copy mode takes an emptyDir of
+        // that name as its own, image-volume mode only one its status records, so the two differ by design.
+        fc.pre(!(pod.spec.volumes ?? []).some((volume) => volume.name === config.installer.volumeName));
+        const other = { ...config, installer: { ...config.installer, delivery: config.installer.delivery === 'copy' ? ('image-volume' as const) : ('copy' as const) } };
+        const first = patched(testCase).after;
+        const fresh = patched({ pod, config: other }).after;
+        const switched = applyIndependently(first, mutate(first, other).patch);
+        expect(switched).toEqual(fresh);
       }),
       settings,
     );

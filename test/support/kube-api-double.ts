@@ -86,6 +86,7 @@ interface ResourceType {
 /** The resources the double serves; any other path is answered 404 like an unknown resource. */
 const RESOURCE_TYPES: readonly ResourceType[] = [
   { resource: 'namespaces', group: '', version: 'v1', kind: 'Namespace', namespaced: false },
+  { resource: 'nodes', group: '', version: 'v1', kind: 'Node', namespaced: false },
   { resource: 'pods', group: '', version: 'v1', kind: 'Pod', namespaced: true },
   { resource: 'services', group: '', version: 'v1', kind: 'Service', namespaced: true },
   { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true },

@@ -300,5 +300,7 @@ test('check --pre as a process: a text report of the cluster before installing',
   expect(result.status).toBe(0);
   expect(result.stdout).toContain('before installing release drainguard in edge-system with tls.mode self\n');
   expect(result.stdout).toContain('√ Kubernetes 1.32 (v1.32.0): 1.27 or newer\n');
-  expect(result.stdout).toMatch(/\nStatus: √ all 4 checks passed, 1 note\n$/);
+  // A note says whether the cluster could use image volumes (it is 1.32: no).
+  expect(result.stdout).toContain('ℹ installer.delivery: image-volume is not for this cluster (copy, the default, is): Kubernetes 1.32:');
+  expect(result.stdout).toMatch(/\nStatus: √ all 4 checks passed, 2 notes\n$/);
 });

@@ -3,7 +3,7 @@
  * policy, optional ServiceMonitor) renders, every object validates, and the properties the product
  * depends on hold.
  */
-import { findOne, webhookObjects, helmBinary, renderChart, type K8sObject, type RenderOptions } from '../../support/helm';
+import { findOne, webhookObjects, helmBinary, renderChart, renderChartFailure, type K8sObject, type RenderOptions } from '../../support/helm';
 import { parse } from 'yaml';
 import { SERVE_USAGE } from '../../../src/cli/serve';
 import { parseConfig } from '../../../src/config';
@@ -309,22 +309,31 @@ describe('config', () => {
     return parse(cm.data['config.yaml']!) as Record<string, unknown> & { installer: { image: string } };
   };
 
-  test("the installer image defaults to the chart's own image and tag", () => {
-    expect(configOf(variant('defaults')).installer.image).toBe('ghcr.io/drainguard/drainguard:0.1.0');
-    const tagged = renderChart({ set: { 'image.repository': 'registry.example/dg', 'image.tag': 'dev-1' } });
-    expect(configOf(tagged).installer.image).toBe('registry.example/dg:dev-1');
+  test("the drain program's image defaults to drainImage at the chart's appVersion, apart from the server's", () => {
+    expect(configOf(variant('defaults')).installer.image).toBe('ghcr.io/drainguard/envoy-shutdown:0.1.0');
+    const tagged = renderChart({ set: { 'image.repository': 'registry.example/dg', 'image.tag': 'dev-1', 'drainImage.repository': 'registry.example/drain', 'drainImage.tag': 'dev-2' } });
+    expect(configOf(tagged).installer.image).toBe('registry.example/drain:dev-2');
     expect(serverContainer(deploymentOf(tagged)).image).toBe('registry.example/dg:dev-1');
   });
 
-  test('a digest pins both the server and the installer image', () => {
+  test("a digest pins the drain image by tag and digest (what a released package carries), and the server's by digest", () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    const objects = renderChart({ set: { 'image.digest': digest } });
-    expect(configOf(objects).installer.image).toBe(`ghcr.io/drainguard/drainguard@${digest}`);
+    const objects = renderChart({ set: { 'image.digest': digest, 'drainImage.digest': `sha256:${'b'.repeat(64)}` } });
+    expect(configOf(objects).installer.image).toBe(`ghcr.io/drainguard/envoy-shutdown:0.1.0@sha256:${'b'.repeat(64)}`);
     expect(serverContainer(deploymentOf(objects)).image).toBe(`ghcr.io/drainguard/drainguard@${digest}`);
   });
 
   test('an explicit installer image wins', () => {
     expect(configOf(renderChart({ set: { 'config.installer.image': 'mirror.example/dg:1' } })).installer.image).toBe('mirror.example/dg:1');
+  });
+
+  test('image-volume delivery renders on Kubernetes 1.35 and newer, and is refused below, where the API server would drop the volume', () => {
+    const config = configOf(renderChart({ set: { 'config.installer.delivery': 'image-volume' }, kubeVersion: '1.35.0' }));
+    expect(config.installer).toMatchObject({ delivery: 'image-volume', image: 'ghcr.io/drainguard/envoy-shutdown:0.1.0' });
+    const refused = renderChartFailure({ set: { 'config.installer.delivery': 'image-volume' }, kubeVersion: '1.34.3' });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/config\.installer\.delivery image-volume needs Kubernetes 1\.35 or newer \(this cluster: v1\.34\.3\)/);
+    expect(configOf(renderChart({ kubeVersion: '1.27.0' })).installer).toMatchObject({ delivery: 'copy' });
   });
 
   test('values under config reach the file', () => {

@@ -149,8 +149,11 @@ export type PodState = 'unprotected' | 'protected' | { rewrittenBy: string };
  * A pod as the API server would store it: named, owned, running. `protected` is the template rewritten
  * by this drainguard; `{ rewrittenBy }` the same rewrite recorded by another version.
  */
-export function pod(template: Pod, options: { name: string; namespace: string; owner?: Owner; state?: PodState; config?: Config }): KubeObject {
-  const { name, namespace, owner, state = 'unprotected', config = defaultConfig() } = options;
+export function pod(
+  template: Pod,
+  options: { name: string; namespace: string; owner?: Owner; state?: PodState; config?: Config; nodeName?: string },
+): KubeObject {
+  const { name, namespace, owner, state = 'unprotected', config = defaultConfig(), nodeName } = options;
   let spec = jsonCopy(template);
   if (state !== 'unprotected') {
     const result = mutate(spec, config);
@@ -165,6 +168,7 @@ export function pod(template: Pod, options: { name: string; namespace: string; o
   const { generateName: _generateName, ...metadata } = spec.metadata ?? {};
   const containers = [...spec.spec.containers.map((c) => ({ c, init: false })), ...(spec.spec.initContainers ?? []).map((c) => ({ c, init: true }))];
   const running = (c: { name: string }) => ({ name: c.name, ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } });
+  if (nodeName !== undefined) spec.spec = { ...spec.spec, nodeName };
   return {
     ...spec,
     apiVersion: 'v1',
@@ -183,6 +187,18 @@ export function pod(template: Pod, options: { name: string; namespace: string; o
         .map((entry) => (entry.c.restartPolicy === 'Always' ? running(entry.c) : { name: entry.c.name, state: { terminated: { exitCode: 0 } } })),
     },
   } as KubeObject;
+}
+
+/** A Node as its kubelet reports itself (`status.nodeInfo`, abridged to what check reads and a little more). */
+export function node(name: string, kubeletVersion: string, containerRuntimeVersion: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } },
+    status: {
+      nodeInfo: { kubeletVersion, containerRuntimeVersion, kubeProxyVersion: '', operatingSystem: 'linux', architecture: 'amd64', osImage: 'Debian GNU/Linux 13 (trixie)' },
+    },
+  };
 }
 
 /** A ReplicaSet a Deployment controls, as the Deployment controller names and owns it. */

@@ -22,6 +22,9 @@ function envoyReport(target: Pod, config: Config = defaultConfig()): EnvoyPodRep
 
 const container = (target: Pod, name: string) => target.spec.containers.find((c) => c.name === name) as Container;
 
+/** Judged against this version, in copy mode (the default), with no node known. */
+const JUDGED = { installedVersion: VERSION, delivery: 'copy' } as const;
+
 test('a drain hook whose arguments the drain program refuses fails, quoting the program', () => {
   const target = asPod(pod(templates.contour(), { name: 'envoy-a', namespace: 'projectcontour', state: 'protected' }));
   const command = container(target, 'envoy').lifecycle!.preStop!.exec!.command!;
@@ -30,7 +33,7 @@ test('a drain hook whose arguments the drain program refuses fails, quoting the 
   expect(report.drainInstalled).toBe(true);
   expect(report.drain).toBeUndefined();
   expect(report.drainError).toMatch(/10\.0\.0\.7/);
-  const verdict = judgePod(report, VERSION);
+  const verdict = judgePod(report, JUDGED);
   expect(verdict.verdict).toBe('fail');
   expect(verdict.message).toContain(`its preStop arguments are refused by the drain program: ${report.drainError}`);
 });
@@ -44,7 +47,7 @@ test('a pod whose Envoy keeps a preStop drainguard cannot replace is not protect
   for (const shape of [template, halfProtected]) {
     const report = envoyReport(asPod(pod(shape, { name: 'edge-proxy', namespace: 'edge' })));
     expect(report).toMatchObject({ drainInstalled: false, leftWhole: expect.stringContaining('/usr/local/bin/graceful-stop') });
-    const verdict = judgePod(report, VERSION);
+    const verdict = judgePod(report, JUDGED);
     expect(verdict).toMatchObject({ verdict: 'fail', hint: 'change what keeps the drain out in the pod template, then restart the workload' });
     expect(verdict.message).toMatch(/^not protected: container proxy: its preStop hook .* the drain cannot be installed, so drainguard leaves the pod whole/);
   }
@@ -55,13 +58,13 @@ test('a forced container whose preStop drainguard cannot replace is not protecte
   template.metadata = { ...template.metadata, annotations: { 'drainguard.io/envoy-container': 'proxy' } };
   container(template, 'proxy').lifecycle = { preStop: { httpGet: { path: '/quit', port: 9000 } } };
   const report = envoyReport(asPod(pod(template, { name: 'edge-proxy', namespace: 'edge' })));
-  expect(judgePod(report, VERSION)).toMatchObject({ verdict: 'fail', message: expect.stringMatching(/^not protected: /) });
+  expect(judgePod(report, JUDGED)).toMatchObject({ verdict: 'fail', message: expect.stringMatching(/^not protected: /) });
 });
 
 test('a pod being deleted is reported, not failed', () => {
   const target = asPod(pod(templates.contour(), { name: 'envoy-b', namespace: 'projectcontour' }));
   target.metadata!.deletionTimestamp = '2026-01-01T00:00:00Z';
-  const verdict = judgePod(envoyReport(target), VERSION);
+  const verdict = judgePod(envoyReport(target), JUDGED);
   expect(verdict.verdict).toBe('info');
   expect(verdict.message).toMatch(/^terminating; not rewritten by drainguard/);
 });
@@ -84,7 +87,7 @@ test('in disarm mode the sidecar still runs without its preStop, and the pod pas
   const config = { ...defaultConfig(), sidecarMode: 'disarm' as const };
   const report = envoyReport(asPod(pod(templates.contour(), { name: 'envoy-d', namespace: 'projectcontour', state: 'protected', config })), config);
   expect(report.sidecars).toEqual([{ name: 'shutdown-manager', armed: false, running: true }]);
-  const verdict = judgePod(report, VERSION);
+  const verdict = judgePod(report, JUDGED);
   expect(verdict.verdict).toBe('pass');
   expect(verdict.message).toContain('sidecar shutdown-manager still runs, disarmed');
 });
@@ -93,7 +96,7 @@ test('a protected pod whose sidecar got its preStop back fails', () => {
   const config = { ...defaultConfig(), sidecarMode: 'disarm' as const };
   const target = asPod(pod(templates.contour(), { name: 'envoy-e', namespace: 'projectcontour', state: 'protected', config }));
   container(target, 'shutdown-manager').lifecycle = { preStop: { exec: { command: ['/bin/contour', 'envoy', 'shutdown'] } } };
-  const verdict = judgePod(envoyReport(target, config), VERSION);
+  const verdict = judgePod(envoyReport(target, config), JUDGED);
   expect(verdict).toMatchObject({ verdict: 'fail', hint: expect.stringContaining('gave the shutdown-manager back its preStop') });
 });
 

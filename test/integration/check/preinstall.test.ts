@@ -11,7 +11,7 @@ import { chartObjects, kubernetesRelease, type PreInstallReport } from '../../..
 import type { CheckResult } from '../../../src/check/report';
 import { KubeApiDouble } from '../../support/kube-api-double';
 import { temporaryDirectory } from '../server/webhook-test-kit';
-import { DRAINGUARD_NAMESPACE, installDrainguard, WEBHOOK_CONFIGURATION } from './cluster-scenario';
+import { DRAINGUARD_NAMESPACE, installDrainguard, node, WEBHOOK_CONFIGURATION } from './cluster-scenario';
 
 const directory = temporaryDirectory();
 afterAll(() => directory.remove());
@@ -152,6 +152,50 @@ test('a refused read is reported on its line, in the API server words', async ()
   double.deny({ verb: 'get', resource: 'mutatingwebhookconfigurations' });
   const { report } = await pre();
   expect(line(report, 'webhook-name')).toMatchObject({ verdict: 'fail', message: expect.stringContaining('not allowed to get mutatingwebhookconfigurations.admissionregistration.k8s.io') });
+});
+
+describe('whether the cluster can use installer.delivery: image-volume (a note: copy works everywhere)', () => {
+  const onVersion = (gitVersion: string) => {
+    double.serverVersion = { ...double.serverVersion, gitVersion, minor: /^v1\.(\d+)/.exec(gitVersion)![1]! };
+  };
+
+  test('Kubernetes 1.36 with nodes that all mount image volumes: it can', async () => {
+    onVersion('v1.36.2');
+    double.put(node('node-a', 'v1.36.2', 'containerd://2.1.4'));
+    double.put(node('node-b', 'v1.36.1', 'cri-o://1.36.0'));
+    const { code, report } = await pre();
+    expect(line(report, 'image-volumes')).toEqual({
+      category: 'pre-install',
+      id: 'image-volumes',
+      verdict: 'info',
+      message: 'the cluster can use installer.delivery: image-volume: Kubernetes 1.36: ImageVolume GA, always on; 2 of 2 nodes can mount image volumes',
+    });
+    expect(report.nodes?.map((each) => [each.name, each.capability])).toEqual([
+      ['node-a', 'yes'],
+      ['node-b', 'yes'],
+    ]);
+    expect(code).toBe(0);
+  });
+
+  test('a node whose runtime cannot: only where Envoy runs elsewhere, naming it and why', async () => {
+    onVersion('v1.36.2');
+    double.put(node('node-a', 'v1.36.2', 'containerd://2.1.4'));
+    double.put(node('node-old', 'v1.36.2', 'containerd://1.7.27'));
+    expect(line((await pre()).report, 'image-volumes').message).toBe(
+      'installer.delivery: image-volume only where Envoy runs on nodes that mount image volumes: Kubernetes 1.36: ImageVolume GA, always on; ' +
+        '1 of 2 nodes can mount image volumes; 1 cannot (node-old); node node-old: containerd 1.7.27: image volumes need 2.1.0 or newer',
+    );
+  });
+
+  test('a control plane whose API server drops image volumes by default: not for this cluster', async () => {
+    onVersion('v1.34.3');
+    double.put(node('node-a', 'v1.34.3', 'containerd://2.1.4'));
+    const { code, report } = await pre();
+    expect(line(report, 'image-volumes').message).toMatch(
+      /^installer\.delivery: image-volume is not for this cluster \(copy, the default, is\): Kubernetes 1\.34: the ImageVolume feature gate is beta and off by default, and an API server with it off drops image volumes silently/,
+    );
+    expect(code).toBe(0);
+  });
 });
 
 test('flag mistakes around --pre are usage errors', async () => {
