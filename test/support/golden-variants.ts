@@ -13,6 +13,13 @@ export interface GoldenVariant {
   /** The configuration file, relative to the repository (the CLI's working directory). */
   configPath: string;
   fixtures: readonly string[];
+  /**
+   * A pod rewritten under the default configuration and admitted again under this one (and the reverse)
+   * ends as a fresh admission under the second: true of a delivery mode, which replaces what the other
+   * wrote. Not of drain settings: drainguard's own hook from an earlier pass outranks the configuration
+   * (docs/configuration.md, "Where a drain setting comes from").
+   */
+  convergesWhenSwitched: boolean;
 }
 
 export const GOLDEN_VARIANTS: readonly GoldenVariant[] = [
@@ -22,6 +29,7 @@ export const GOLDEN_VARIANTS: readonly GoldenVariant[] = [
     // Envoy Gateway's defaults, a release that cannot be told, a plain Envoy).
     name: 'with-cluster-drain',
     configPath: 'test/fixtures/configs/cluster-drain.yaml',
+    convergesWhenSwitched: false,
     fixtures: [
       'bitnami-21.1.5-daemonset-image-digest',
       'bitnami-21.1.5-deployment-drain-flags',
@@ -37,6 +45,7 @@ export const GOLDEN_VARIANTS: readonly GoldenVariant[] = [
     // Envoy whose ConfigMap bootstrap sends copy mode to drainguard's own emptyDir.
     name: 'image-volume',
     configPath: 'test/fixtures/configs/image-volume.yaml',
+    convergesWhenSwitched: true,
     fixtures: [
       'bitnami-21.1.5-daemonset-default',
       'contour-provisioner-main-daemonset',
