@@ -11,7 +11,9 @@ import type { Socket } from 'node:net';
 import { createCertificateAuthority, createServingCertificate } from '../../src/certs/pki';
 import { Annotations, type Pod } from '../../src/mutate';
 import { ApiError, type KubeObject } from '../support/cluster/api';
-import { adminApi, eventually, uniqueSuffix, type DrainguardRelease } from '../support/cluster/lane';
+import { CHART_DIR } from '../support/helm';
+import { adminApi, eventually, helm, uniqueSuffix, type DrainguardRelease } from '../support/cluster/lane';
+import { httpsRequest, type HttpsResult } from '../integration/server/webhook-test-kit';
 
 export interface StoredPod extends KubeObject {
   spec: Pod['spec'] & { nodeName?: string };
@@ -108,6 +110,52 @@ export async function scaleWebhook(release: DrainguardRelease, replicas: number)
   const name = await webhookDeployment(release);
   await adminApi().patch(`/apis/apps/v1/namespaces/${release.namespace}/deployments/${name}/scale`, { spec: { replicas } });
   await eventually(`${replicas} ready endpoints of ${name}`, async () => ((await readyEndpoints(release)).length === replicas ? true : undefined), 180_000);
+}
+
+/**
+ * `helm upgrade --reuse-values` of the release with `values` changed, waiting for its Deployment. The
+ * chart's replica count applies again (a `kubectl scale` is undone, as helm undoes any change to a
+ * field it renders).
+ */
+export function upgradeDrainguard(release: DrainguardRelease, values: Record<string, string>): void {
+  const settings = Object.entries(values).flatMap(([key, value]) => ['--set', `${key}=${value}`]);
+  const result = helm(['upgrade', release.release, CHART_DIR, '--namespace', release.namespace, '--reuse-values', '--wait', '--timeout', '3m', ...settings]);
+  if (result.status !== 0) throw new Error(`helm upgrade ${release.release} failed:\n${result.stderr}`);
+}
+
+/** The release's webhook pods that are ready, with their IPs. */
+export async function webhookPods(release: DrainguardRelease): Promise<(StoredPod & { status: { podIP?: string } })[]> {
+  const name = await webhookDeployment(release);
+  const pods = await adminApi().list<StoredPod & { status: { podIP?: string; conditions?: { type: string; status: string }[] } }>(
+    `/api/v1/namespaces/${release.namespace}/pods?labelSelector=app.kubernetes.io%2Finstance%3D${release.release}`,
+  );
+  return pods.items.filter((pod) => pod.metadata.name.startsWith(`${name}-`) && !pod.metadata.deletionTimestamp && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+}
+
+/** The name kube-apiserver verifies the webhook's certificate for: `<service>.<namespace>.svc`. */
+export async function serviceDnsName(release: DrainguardRelease): Promise<string> {
+  return `${await webhookDeployment(release)}.${release.namespace}.svc`;
+}
+
+/** The CA bundle the API server trusts for the release's webhook (PEM). */
+export async function publishedCaBundle(release: DrainguardRelease): Promise<string> {
+  const stored = await webhookConfiguration<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(release);
+  return Buffer.from(stored.webhooks[0]!.clientConfig.caBundle ?? '', 'base64').toString('utf8');
+}
+
+/**
+ * A GET of a webhook pod's HTTPS port (pod IP, port 8443 as the chart runs it), verified as the API
+ * server verifies it: the published caBundle and the Service's DNS name.
+ */
+export async function getFromWebhookPod(release: DrainguardRelease, podIP: string, path: string): Promise<HttpsResult> {
+  return httpsRequest({ host: podIP, port: 8443, method: 'GET', path, ca: await publishedCaBundle(release), servername: await serviceDnsName(release) });
+}
+
+/** One counter of a webhook pod's /metrics (0 when the series has not appeared yet). */
+export async function webhookCounter(release: DrainguardRelease, podIP: string, series: string): Promise<number> {
+  const metrics = await getFromWebhookPod(release, podIP, '/metrics');
+  const line = metrics.text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
 }
 
 /** The release's webhook configuration as stored. */
