@@ -11,15 +11,23 @@
  *   decides: Ignore admits the pod (drainguard's rewrite and all), Fail refuses it.
  *
  * How often drainguard answered, and how, is read from its own /metrics (the webhook pod's port,
- * verified with the published caBundle for the Service's name, as the API server verifies it).
+ * verified with the published caBundle for the Service's name, as the API server verifies it); the last
+ * test checks that verification itself and the metrics.
  */
 import { adminApi, createNamespace, deleteNamespace, eventually, installDrainguard, uninstallDrainguard, uniqueSuffix, type DrainguardRelease } from '../support/cluster/lane';
+import { X509Certificate } from 'node:crypto';
+import { Annotations } from '../../src/mutate';
+import type { KubeObject } from '../support/cluster/api';
+import { httpsRequest } from '../integration/server/webhook-test-kit';
 import {
   admittedPod,
   createPod,
   envoyPod,
   envoyPreStop,
+  getFromWebhookPod,
   isRewritten,
+  plainPod,
+  publishedCaBundle,
   registerWebhook,
   startTestWebhook,
   webhookConfiguration,
@@ -180,4 +188,31 @@ describe('a webhook that never answers', () => {
     expect(refused!.message).toMatch(/failed calling webhook "pods\.test\.drainguard\.io": failed to call webhook: Post "https:\/\/127\.0\.0\.1:\d+\/[^"]+\?timeout=1s": context deadline exceeded/);
     expect(await adminApi().find(`/api/v1/namespaces/${namespace}/pods/stopped-by-the-stall`)).toBeUndefined();
   });
+});
+
+test("the webhook as the API server reaches it: the published caBundle verifies its certificate for the Service's name and no other; its metrics count what it answered", async () => {
+  // A pod the CEL sends (a drainguard.io/ annotation) that is not Envoy: drainguard skips it.
+  const namespace = await namespaceWith('adm-chain-metrics', release.optIn);
+  expectDrainInstalled(await admittedPod(namespace, envoyPod('counted')));
+  expect(isRewritten(await admittedPod(namespace, plainPod('web', { [Annotations.inject]: 'enabled' })))).toBe(false);
+
+  const caBundle = await publishedCaBundle(release);
+  const secret = await adminApi().list<KubeObject & { data: Record<string, string> }>(`/api/v1/namespaces/${release.namespace}/secrets?labelSelector=app.kubernetes.io%2Fmanaged-by%3Ddrainguard`);
+  expect(secret.items).toHaveLength(1);
+  expect(caBundle).toBe(Buffer.from(secret.items[0]!.data['ca.crt']!, 'base64').toString('utf8'));
+  const ready = await getFromWebhookPod(release, podIP, '/readyz');
+  expect(ready.status).toBe(200);
+  await expect(httpsRequest({ host: podIP, port: 8443, method: 'GET', path: '/healthz', ca: caBundle, servername: 'other.example.com' })).rejects.toThrow(/altnames|does not match/i);
+
+  const metrics = (await getFromWebhookPod(release, podIP, '/metrics')).text;
+  expect(metrics).toMatch(/^drainguard_admission_requests_total\{result="mutated"\} [1-9]/m);
+  expect(metrics).toMatch(/^drainguard_admission_requests_total\{result="unchanged"\} [1-9]/m);
+  expect(metrics).toMatch(/^drainguard_mutations_total\{action="prestop"\} [1-9]/m);
+  expect(metrics).toMatch(/^drainguard_skipped_pods_total\{reason="not-envoy"\} [1-9]/m);
+  expect(metrics).toMatch(/^drainguard_admission_duration_seconds_bucket\{le="0.0001",result="mutated"\}/m);
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
+  expect(value('drainguard_certificate_expiry_timestamp_seconds')).toBe(new X509Certificate(ready.peerCertificate).validToDate.getTime() / 1000);
+  // Self mode is its own CA: that CA's expiry is exported too, and never before the serving certificate's.
+  expect(value('drainguard_ca_certificate_expiry_timestamp_seconds')).toBeGreaterThanOrEqual(value('drainguard_certificate_expiry_timestamp_seconds'));
+  expect(metrics).toMatch(/^drainguard_ready 1$/m);
 });
