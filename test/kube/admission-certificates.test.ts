@@ -142,7 +142,7 @@ describe('the chart: certificates renewed while pods keep coming', () => {
       return issuers.length === 2 && issuers.every((issuer) => !subjects(decoded(before, SECRET_KEYS.bundle)).includes(issuer));
     }, 20);
     expect(outcomes.filter((outcome) => outcome !== 'rewritten')).toEqual([]);
-    // The replica that issued the new CA kept the CA it was serving in the bundle (both served the same).
+    // The bundle issued afresh (the new CA first) keeps the CAs the replicas were serving when the Secret went.
     const bundle = subjects(decoded(recreated!, SECRET_KEYS.bundle));
     expect(bundle[0]).toBe(new X509Certificate(decoded(recreated!, SECRET_KEYS.ca)).subject);
     for (const issuer of servedBefore) expect(bundle).toContain(issuer);
