@@ -31,7 +31,7 @@ export function envoyPreStop(pod: StoredPod, envoyName = 'envoy'): string[] | un
 }
 
 /** Pods only the scheduler would need: a node selector no node matches, so no node ever runs them. */
-export const NEVER_SCHEDULED = { 'test.drainguard.io/no-such-node': 'true' };
+const NEVER_SCHEDULED = { 'test.drainguard.io/no-such-node': 'true' };
 
 /** A bare Envoy pod (a container named `envoy` of Envoy's image, as Envoy Gateway and Contour name theirs). */
 export function envoyPod(name: string, metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): Pod {
@@ -80,12 +80,8 @@ export async function admittedPod(namespace: string, pod: Pod): Promise<StoredPo
   return stored;
 }
 
-export function storedPod(namespace: string, name: string): Promise<StoredPod> {
-  return adminApi().get<StoredPod>(`/api/v1/namespaces/${namespace}/pods/${name}`);
-}
-
 /** The release's webhook Deployment (the chart's fullname). */
-export async function webhookDeployment(release: DrainguardRelease): Promise<string> {
+async function webhookDeployment(release: DrainguardRelease): Promise<string> {
   const list = await adminApi().list(`/apis/apps/v1/namespaces/${release.namespace}/deployments?labelSelector=app.kubernetes.io%2Finstance%3D${release.release}`);
   const names = list.items.map((d) => d.metadata.name).filter((name) => !name.endsWith('-reporter'));
   if (names.length !== 1) throw new Error(`release ${release.release}: expected one webhook Deployment, found ${names.join(', ')}`);
@@ -97,7 +93,7 @@ interface EndpointSlice extends KubeObject {
 }
 
 /** The addresses the API server would call for the release's Service: ready endpoints of its EndpointSlices. */
-export async function readyEndpoints(release: DrainguardRelease): Promise<string[]> {
+async function readyEndpoints(release: DrainguardRelease): Promise<string[]> {
   const service = await webhookDeployment(release);
   const slices = await adminApi().list<EndpointSlice>(
     `/apis/discovery.k8s.io/v1/namespaces/${release.namespace}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3D${service}`,
@@ -133,7 +129,7 @@ export async function webhookPods(release: DrainguardRelease): Promise<(StoredPo
 }
 
 /** The name kube-apiserver verifies the webhook's certificate for: `<service>.<namespace>.svc`. */
-export async function serviceDnsName(release: DrainguardRelease): Promise<string> {
+async function serviceDnsName(release: DrainguardRelease): Promise<string> {
   return `${await webhookDeployment(release)}.${release.namespace}.svc`;
 }
 
