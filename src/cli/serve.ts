@@ -10,6 +10,7 @@ import { isoTimeOncePerSecond } from '../server/log-time';
 import type { TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
+import { DEFAULT_RENEW_BEFORE_MS, DEFAULT_VALIDITY_MS } from '../certs/lifetimes';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
 import { devLogStream } from './dev-log';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
@@ -42,6 +43,16 @@ export const SERVE_FLAGS = {
   },
   'service-name': { type: 'string', valueName: 'NAME', description: 'self mode: Service the API server calls (certificate names)' },
   kubeconfig: { type: 'string', valueName: 'FILE', description: 'self mode: kubeconfig (default: in-cluster service account)' },
+  'certificate-validity': {
+    type: 'string',
+    valueName: 'DURATION',
+    description: 'self mode: how long the CA and serving certificate are valid, whole hours, minutes or seconds (default 8760h, a year)',
+  },
+  'certificate-renew-before': {
+    type: 'string',
+    valueName: 'DURATION',
+    description: 'self mode: both are issued anew this long before either expires (default 720h); replicas check a quarter as often, at least every minute',
+  },
   'max-body-bytes': { type: 'string', valueName: 'N', description: 'largest request body accepted (default 3145728, 3 MiB); more is refused with 413' },
   'max-concurrent-admissions': {
     type: 'string',
@@ -165,7 +176,7 @@ function resolveSettings(flags: Flags) {
 
   const mode = flags['tls-mode'] ?? 'files';
   const given = (names: (keyof Flags)[]) => names.filter((name) => flags[name] !== undefined).map((n) => `--${n}`);
-  const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig']);
+  const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig', 'certificate-validity', 'certificate-renew-before']);
   const fileFlags = given(['tls-cert', 'tls-key']);
   // `dev` is resolved to files only when starting: generating certificates is not flag parsing.
   let tls: TlsSource | { mode: 'dev' } | undefined;
@@ -184,6 +195,9 @@ function resolveSettings(flags: Flags) {
     const required = { 'secret-name': flags['secret-name'], 'webhook-config-name': flags['webhook-config-name'], 'service-name': flags['service-name'] };
     const missing = Object.entries(required).filter(([, v]) => !v).map(([k]) => `--${k}`);
     if (missing.length > 0) fail(`--tls-mode self needs ${missing.join(', ')}`);
+    const validityMs = certificateDuration(flags['certificate-validity'], 'certificate-validity', DEFAULT_VALIDITY_MS, fail);
+    const renewBeforeMs = certificateDuration(flags['certificate-renew-before'], 'certificate-renew-before', DEFAULT_RENEW_BEFORE_MS, fail);
+    if (renewBeforeMs >= validityMs) fail(`--certificate-renew-before (${formatHours(renewBeforeMs)}) must be shorter than --certificate-validity (${formatHours(validityMs)})`);
     tls = {
       mode: 'self',
       namespace: namespace!,
@@ -191,6 +205,8 @@ function resolveSettings(flags: Flags) {
       webhookConfigName: required['webhook-config-name']!,
       serviceName: required['service-name']!,
       kube: flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {},
+      validityMs,
+      renewBeforeMs,
     };
   } else {
     fail(`--tls-mode must be ${TLS_MODES.join(' or ')}; got '${mode}'`);
@@ -204,6 +220,22 @@ function resolveSettings(flags: Flags) {
     configFile: flags.config,
     tls: tls!,
   };
+}
+
+const CERTIFICATE_DURATION = /^([1-9][0-9]{0,6})(h|m|s)$/;
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 } as const;
+
+/** A certificate lifetime: whole hours, minutes or seconds (`8760h`, `90s`); `fallback` when not given. */
+function certificateDuration(value: string | undefined, name: string, fallback: number, fail: (message: string) => never): number {
+  if (value === undefined) return fallback;
+  const match = CERTIFICATE_DURATION.exec(value);
+  if (!match) return fail(`--${name} must be whole hours, minutes or seconds such as 8760h, 30m or 90s; got '${value}'`);
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
+
+function formatHours(ms: number): string {
+  for (const [unit, size] of Object.entries(UNIT_MS)) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
 /** A whole number flag within [min, max]; `fallback` when not given. */

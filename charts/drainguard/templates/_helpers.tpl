@@ -228,3 +228,11 @@ the webhook configuration, so two releases of the same name in different namespa
 {{- define "drainguard.reporter.clusterRoleName" -}}
 {{- printf "%s-%s" (include "drainguard.reporter.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
 {{- end }}
+
+{{/*
+Seconds of a tls.self duration (whole hours, minutes or seconds, as values.schema.json allows).
+*/}}
+{{- define "drainguard.self.seconds" -}}
+{{- $unit := dict "h" 3600 "m" 60 "s" 1 }}
+{{- mul (regexFind "^[0-9]+" .) (get $unit (regexFind "[hms]$" .)) }}
+{{- end }}

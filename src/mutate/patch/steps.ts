@@ -7,7 +7,7 @@
  */
 import type { Container, Pod, Volume, VolumeMount } from '../../k8s';
 import { normalizeMountPath } from '../facts';
-import { jsonEqual } from '../../json';
+import { jsonCovers, jsonEqual } from '../../json';
 import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../parse';
 import { PatchBuilder, type PathSegment } from './builder';
 import type { MutationAction, PlannedOwnVolume, Protect, SidecarPlace } from '../plan';
@@ -61,12 +61,14 @@ const STEPS: readonly Step[] = [
       if (delivery !== 'copy' || container === undefined) return;
       if (removeOwnVolume !== undefined) removeVolume(builder, removeOwnVolume);
       if (own !== undefined) writeOwnVolume(builder, own, envoyPath);
-      // Keyed by name: an identical installer stays; an outdated one (another drainguard version's
-      // image, a moved bootstrap volume) is replaced in place so it always matches Envoy's hook.
+      // Keyed by name: the installer drainguard wrote stays, as the API server stored it (with the fields
+      // it defaults, and the ServiceAccount token's mount when the pod came with the installer); an
+      // outdated one (another drainguard version's image, a moved bootstrap volume) is replaced in place
+      // so it always matches Envoy's hook.
       const initContainers = builder.draft.spec.initContainers ?? [];
       const existing = initContainers.findIndex((c) => c.name === container.name);
       if (existing === -1) builder.append(['spec', 'initContainers'], container);
-      else if (!jsonEqual(initContainers[existing], container)) builder.set(['spec', 'initContainers', existing], container);
+      else if (!jsonCovers(initContainers[existing], container)) builder.set(['spec', 'initContainers', existing], container);
     },
   },
   {

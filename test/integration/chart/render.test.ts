@@ -358,6 +358,16 @@ describe('config', () => {
 describe('TLS modes', () => {
   const rulesOf = (objects: K8sObject[], kind: string): Rule[] => (findOne(webhookObjects(objects), kind) as K8sObject & { rules: Rule[] }).rules;
 
+  test("self: the certificates' lifetimes reach the server (a year, renewed 30 days ahead, unless tls.self says otherwise); a renewal not before expiry is refused", () => {
+    const args = (set: Record<string, string>) => serverContainer(deploymentOf(renderChart({ set }))).args;
+    const defaults = args({});
+    expect([flag(defaults, '--certificate-validity'), flag(defaults, '--certificate-renew-before')]).toEqual(['8760h', '720h']);
+    const short = args({ 'tls.self.duration': '80s', 'tls.self.renewBefore': '60s' });
+    expect([flag(short, '--certificate-validity'), flag(short, '--certificate-renew-before')]).toEqual(['80s', '60s']);
+    expect(() => renderChart({ set: { 'tls.self.duration': '1h', 'tls.self.renewBefore': '60m' } })).toThrow(/tls\.self\.renewBefore must be shorter than tls\.self\.duration/);
+    expect(() => renderChart({ set: { 'tls.self.duration': '365d' } })).toThrow(/tls\/self\/duration/);
+  });
+
   test('self: no Secret or caBundle rendered; the server gets what it needs to create and publish them', () => {
     const objects = variant('tls self');
     expect(kinds(objects)).not.toContain('Secret');

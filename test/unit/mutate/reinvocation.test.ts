@@ -40,6 +40,40 @@ test('everything still holds: zero operations, unchanged', () => {
   expect(again).toMatchObject({ status: 'unchanged', patch: [] });
 });
 
+/**
+ * drainguard's result as kube-apiserver stores it (test/kube/admission-fixtures.test.ts shows it on the
+ * real server): defaulting filled in fields inside what drainguard wrote, and a pod that came with the
+ * installer already (inject's output applied) had the ServiceAccount token mounted into it too.
+ */
+function asStoredByApiServer(pod: Pod): Pod {
+  const stored = copy(pod);
+  const token = 'kube-api-access-x7k2q';
+  stored.spec.volumes = [...(stored.spec.volumes ?? []), { name: token, projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }];
+  for (const each of [...stored.spec.containers, ...(stored.spec.initContainers ?? [])]) {
+    each.terminationMessagePath = '/dev/termination-log';
+    each.terminationMessagePolicy = 'File';
+    each.volumeMounts = [...(each.volumeMounts ?? []), { name: token, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }];
+    for (const probe of [each.livenessProbe, each.readinessProbe, each.startupProbe]) if (probe?.httpGet) probe.httpGet.scheme = 'HTTP';
+  }
+  return stored;
+}
+
+test('everything still holds as the API server stored it (defaulted fields, the token mounted into the installer): zero operations, and the probes are still drainguard\'s', () => {
+  const { first } = injected();
+  const again = mutate(asStoredByApiServer(first), defaultConfig());
+  expect(again).toMatchObject({ status: 'unchanged', patch: [] });
+  expect(again.status === 'unchanged' && again.timeline).toMatchObject({ livenessSource: 'drainguard', startupSource: 'drainguard' });
+});
+
+test('an installer another drainguard changed (its image) is replaced whole, whatever the API server added to it', () => {
+  const { first } = injected();
+  const stored = asStoredByApiServer(first);
+  container(stored, 'drainguard-install').image = 'ghcr.io/drainguard/drainguard:0.0.9';
+  const result = mutate(stored, defaultConfig());
+  expect(result.status).toBe('mutated');
+  expect(container(applyIndependently(stored, result.patch), 'drainguard-install')).toEqual(container(first, 'drainguard-install'));
+});
+
 test('a preStop that replaced the drain is replaced back, with a warning naming what replaced it', () => {
   const { first, hook } = injected();
   const later = copy(first);
