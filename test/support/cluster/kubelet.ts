@@ -788,11 +788,30 @@ class PodWorker {
       for (const record of sidecars) await this.stopContainer(record, deadline, true);
       const ended = [...this.containers.values()].filter((r) => !r.init).map((r) => r.terminated?.exitCode ?? 0);
       const phase = ended.every((code) => code === 0) ? 'Succeeded' : 'Failed';
-      await this.writeStatus(undefined, undefined, phase).catch((error: unknown) => this.options.log(`pod ${this.name}: final status: ${(error as Error).message}`));
+      await this.whileUnreachable('final status', () => this.writeStatus(undefined, undefined, phase)).catch((error: unknown) =>
+        this.options.log(`pod ${this.name}: final status: ${(error as Error).message}`),
+      );
     }
     const { namespace, name, uid } = this.pod.metadata;
-    await this.api.delete(`/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0, uid });
+    await this.whileUnreachable('final delete', () => this.api.delete(`/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0, uid }));
     await this.cleanup(false);
+  }
+
+  /**
+   * An API call retried while kube-apiserver cannot be reached (it restarts), as the kubelet's status
+   * manager keeps syncing a pod's status, and deletes a terminated pod, until the API server answers.
+   * An answer (an ApiError) is final.
+   */
+  private async whileUnreachable<T>(what: string, call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        if (error instanceof ApiError || this.stopping.signal.aborted) throw error;
+        if (attempt === 1) this.options.log(`pod ${this.name}: ${what}: ${(error as Error).message}; retrying until kube-apiserver answers`);
+        await pause(Math.min(250 * attempt, 2000), this.stopping.signal);
+      }
+    }
   }
 
   private async cleanup(kill: boolean): Promise<void> {
