@@ -140,7 +140,7 @@ function serve(kubeconfig: string): Promise<{ child: ChildProcess; port: number;
 
 /** Starts the compiled `drainguard report`; resolves with its port once it has listed the protected pods. */
 function report(kubeconfig: string): Promise<{ child: ChildProcess; port: number; exited: Promise<unknown> }> {
-  return startCli(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', '0', '--instance', `${RELEASE}-reporter-0`], 'reporter started');
+  return startCli(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', '0', '--instance', `${RELEASE}-reporter-0`, '--webhook-config-name', webhookConfigName], 'reporter started');
 }
 
 /** The compiled CLI in its own process; resolves with the port of its `started` log line. */
