@@ -1,8 +1,7 @@
 /**
  * Envoy workloads on the API double, for the suites that have not moved to the real API server yet
- * (test/integration/check/recent-drains.test.ts, test/integration/chart/helm-test-hook.test.ts,
- * test/integration/monitoring/live.test.ts): the reporter's own suites run on the real one
- * (test/kube/report-*.test.ts). The pods are Contour's Envoy DaemonSet pod (the upstream fixture)
+ * (test/integration/check/recent-drains.test.ts, test/integration/chart/helm-test-hook.test.ts): the
+ * reporter's own suites run on the real one (test/kube/report-*.test.ts, monitoring-live.test.ts). The pods are Contour's Envoy DaemonSet pod (the upstream fixture)
  * rewritten by drainguard's own `mutate` and patched with an independent RFC 6902 implementation,
  * labelled as the webhook labels the pods it protects, owned by a DaemonSet (or a Deployment's
  * ReplicaSet) with real uids, and run by the kubelet simulator. Reporters run in this process against
