@@ -205,14 +205,19 @@ async function envoyLike(name: string, script: string): Promise<void> {
         {
           name: 'envoy',
           image: 'ghcr.io/drainguard/drainguard:test',
-          command: ['/nodejs/bin/node', '-e', `process.on("SIGTERM", () => process.exit(0)); ${script}; setInterval(() => {}, 1e9);`],
+          // Ready once `script` has run (its termination message written): only then is it deleted.
+          command: ['/nodejs/bin/node', '-e', `process.on("SIGTERM", () => process.exit(0)); ${script}; require("http").createServer((q, r) => r.end("ok")).listen(8080);`],
+          readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
           volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
           lifecycle: { preStop: { exec: { command: HOOK } } },
         },
       ],
     },
   });
-  await eventually(`pod ${name} running`, async () => ((await cluster.api.get<PodObject>(`/api/v1/namespaces/${envoyNamespace}/pods/${name}`)).status.phase === 'Running' ? true : undefined));
+  await eventually(`pod ${name} ready`, async () => {
+    const pod = await cluster.api.get<PodObject>(`/api/v1/namespaces/${envoyNamespace}/pods/${name}`);
+    return (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+  });
 }
 
 async function deletePod(name: string): Promise<void> {

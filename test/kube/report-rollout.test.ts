@@ -180,11 +180,13 @@ describe('only what drainguard protected is reported', () => {
    */
   async function forgedDrain(ns: string, name: string): Promise<void> {
     const record = finishedRecord('drained', { durationMs: 1000, connectionsAtStart: 7 });
-    const script = `require("fs").writeFileSync("/dev/termination-log", ${JSON.stringify(record)}); process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1e9);`;
+    // Ready once its record is written: only then is it deleted.
+    const script = `process.on("SIGTERM", () => process.exit(0)); require("fs").writeFileSync("/dev/termination-log", ${JSON.stringify(record)}); require("http").createServer((q, r) => r.end("ok")).listen(8080);`;
     await cluster.api.create(`/api/v1/namespaces/${ns}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name, labels: { 'drainguard.io/protected': 'true' } },
+      // The webhook leaves it alone even where it sees it: the same forgery in every namespace.
+      metadata: { name, labels: { 'drainguard.io/protected': 'true' }, annotations: { 'drainguard.io/inject': 'disabled' } },
       spec: {
         terminationGracePeriodSeconds: 5,
         securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
@@ -193,14 +195,15 @@ describe('only what drainguard protected is reported', () => {
             name: 'envoy',
             image: 'ghcr.io/drainguard/drainguard:test',
             command: ['/nodejs/bin/node', '-e', script],
+            readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
             lifecycle: { preStop: { exec: { command: ['/config/drainguard/envoy-shutdown', 'drain', '--admin', 'unix:/admin/admin.sock', '--deadline', '2s'] } } },
           },
         ],
       },
     });
-    await eventually(`forged pod ${name} running`, async () => {
+    await eventually(`forged pod ${name} ready`, async () => {
       const pod = await cluster.api.get<PodObject>(`/api/v1/namespaces/${ns}/pods/${name}`);
-      return pod.status.phase === 'Running' ? true : undefined;
+      return (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
     });
     await cluster.api.delete(`/api/v1/namespaces/${ns}/pods/${name}`);
     await eventually(`forged pod ${name} gone`, async () => ((await cluster.api.find(`/api/v1/namespaces/${ns}/pods/${name}`)) ? undefined : true));

@@ -862,6 +862,8 @@ class NodeAgent {
   readonly api: KubeApi;
   private readonly workers = new Map<string, PodWorker>();
   private readonly usedIps = new Set<string>();
+  /** The host part of the last pod IP given (254: the first is .2). */
+  private lastHost = 254;
   private podCidrBase = '';
   private readonly stopping = new AbortController();
   private watching?: Promise<void>;
@@ -1035,11 +1037,20 @@ class NodeAgent {
     this.workers.delete(uid);
   }
 
+  /**
+   * The next free pod IP after the last one given, round-robin over the node's range, as CNI's
+   * host-local IPAM allocates (containernetworking/plugins, plugins/ipam/host-local/backend/allocator:
+   * "allocate from the last reserved IP + 1"): an IP just released is not handed out again at once,
+   * while the host may still know the ended pod's interface for it (a client connecting to the new
+   * pod would otherwise reach the old one's MAC address and time out).
+   */
   allocateIp(): string {
-    for (let host = 2; host < 255; host++) {
+    for (let step = 1; step <= 253; step++) {
+      const host = ((this.lastHost - 2 + step) % 253) + 2;
       const ip = `${this.podCidrBase}.${host}`;
       if (this.usedIps.has(ip)) continue;
       this.usedIps.add(ip);
+      this.lastHost = host;
       return ip;
     }
     throw new Error(`node ${this.name}: no pod IP left in ${this.podCidrBase}.0/24`);
