@@ -22,7 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
 import { discardOutput, readCpuSeconds, readMemory, sampleMemory, spawnTracked, stopProcess, waitForLine } from './lib/processes';
 import { repoPath } from '../test/support/repo';
-import { startReportApiStub } from './lib/report-api-stub';
+import { startReportApiStub, STUB_WEBHOOK_CONFIGURATION } from './lib/report-api-stub';
 import { quantile, table } from './lib/stats';
 import { createBenchCertificates, type BenchCertificates } from './lib/tls';
 
@@ -112,6 +112,8 @@ export async function benchReporter(progress: (line: string) => void, settings: 
     '0',
     '--instance',
     'bench-reporter',
+    '--webhook-config-name',
+    STUB_WEBHOOK_CONFIGURATION,
   ];
   // Under the chart's memory limit when a cgroup can be had, as in the pod: Node sizes its heap to it.
   const [command, args] = capped

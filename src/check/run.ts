@@ -11,7 +11,7 @@ import { CHART_DEFAULT_NAMESPACE_SELECTOR, checkInstallation, type InstallationF
 import type { InstallationNames } from './names';
 import { assessPod, judgePod } from './pods';
 import { linesOf, summarise, type CheckReport, type CheckResult, type EnvoyPodReport, type Scope } from './report';
-import { describeSelector, failedExpressions, missingLabels, selects, type Labels } from './selector';
+import { describeSelector, failedExpressions, missingLabels, selects, type Labels } from '../k8s/label-selector';
 import { mapWithLimit, OwnerResolver, planFixes, type FixCandidate, type NamespaceCoverage } from './workloads';
 
 export interface CheckOptions {

@@ -100,6 +100,12 @@ export class ReporterMetrics {
     labelNames: ['namespace', 'workload'] as const,
     registers: [this.registry],
   });
+  private readonly ignored = new Counter({
+    name: 'drainguard_reporter_terminations_ignored_total',
+    help: "Terminations of pods that carry drainguard's label and hook in a namespace drainguard's webhook does not select: not drainguard's, so not reported",
+    labelNames: ['namespace'] as const,
+    registers: [this.registry],
+  });
   private readonly abandoned = new Counter({
     name: 'drainguard_reporter_reports_abandoned_total',
     help: 'Terminations the reporter could not report before they were older than --max-report-age (the API refused or failed every attempt)',
@@ -148,6 +154,10 @@ export class ReporterMetrics {
 
   recordUnseen(namespace: string, workload: string): void {
     this.unseen.inc({ namespace, workload });
+  }
+
+  recordIgnored(namespace: string): void {
+    this.ignored.inc({ namespace });
   }
 
   recordAbandoned(): void {

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
+import { watchAdmissionScope, type AdmissionScopeWatch } from './admission-scope';
 import type { Reporter } from './drain-event';
 import { kubernetesReporterApi, watchProtectedPods, type PodWatch } from './kube';
 import { ReporterMetrics } from './metrics';
@@ -25,6 +26,8 @@ export interface ReporterSettings {
   port: number;
   logger: Logger;
   reporter: Reporter;
+  /** drainguard's MutatingWebhookConfiguration: only pods of namespaces its namespaceSelector selects are reported. */
+  webhookConfigName: string;
   maxReportAgeMs: number;
   requestTimeoutMs: number;
   /** Tests shorten the retry and restart delays. */
@@ -47,8 +50,13 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   const { logger } = settings;
   const metrics = new ReporterMetrics();
   const api = await kubernetesReporterApi(settings.kubeConfig, settings.requestTimeoutMs);
+  /** Set once the port is bound (below), with the pod watch. */
+  let scope: AdmissionScopeWatch | undefined;
   const reporter = new DrainReporter({
     api,
+    scope: {
+      admits: (namespace) => scope!.admits(namespace),
+    },
     metrics,
     logger,
     reporter: settings.reporter,
@@ -65,10 +73,10 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok\n');
   });
-  // Ready once the first list is in and while the watch works: the Service then only lists replicas
-  // whose metrics mean something.
+  // Ready once the first lists are in and while the watches work: the Service then only lists
+  // replicas whose metrics mean something.
   app.get('/readyz', (_req, res) => {
-    const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy;
+    const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy && scope !== undefined && scope.synced && scope.healthy;
     res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ready\n' : 'not ready\n');
   });
   app.get('/metrics', async (_req, res) => {
@@ -83,12 +91,22 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   server.listen(settings.port, settings.host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
+  scope = await watchAdmissionScope(settings.kubeConfig, {
+    webhookConfigName: settings.webhookConfigName,
+    logger,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
+  }).catch((error: unknown) => {
+    server.close();
+    throw error;
+  });
   const podWatch = await watchProtectedPods(settings.kubeConfig, {
     handlers: { seen: (pod) => reporter.observe(pod), gone: (pod, how) => reporter.gone(pod, how) },
     logger,
     requestTimeoutMs: settings.requestTimeoutMs,
     ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
-  }).catch((error: unknown) => {
+  }).catch(async (error: unknown) => {
+    await scope?.stop();
     server.close();
     throw error;
   });
@@ -108,6 +126,7 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
     async shutdown() {
       shuttingDown = true;
       await podWatch.stop();
+      await scope?.stop();
       reporter.stop();
       const closed = once(server, 'close');
       server.close();

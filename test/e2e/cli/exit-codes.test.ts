@@ -97,7 +97,8 @@ test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
 describe('report returns 0, 2 and 3 as documented', () => {
   let double: KubeApiDouble;
   const kubeconfig = join(directory, 'report-kubeconfig');
-  const report = (port: string) => spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes'], { env: { HOME: directory } });
+  const report = (port: string) =>
+    spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes', '--webhook-config-name', 'drainguard'], { env: { HOME: directory } });
   beforeAll(async () => {
     double = await KubeApiDouble.start();
     writeFileSync(kubeconfig, double.kubeconfigYaml());
@@ -105,14 +106,15 @@ describe('report returns 0, 2 and 3 as documented', () => {
   afterAll(() => double.close());
 
   test('2 for wrong flags, 3 for a kubeconfig that cannot be used', async () => {
-    expect(await status(['report', '--port', '65536'])).toBe(2);
-    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
+    expect(await status(['report', '--port', '65536', '--webhook-config-name', 'drainguard'])).toBe(2);
+    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(2);
+    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig'), '--webhook-config-name', 'drainguard'])).toBe(3);
   });
 
   test('0 after SIGTERM once it watches', async () => {
     const reporter = report('0');
-    // Running: it has listed the protected pods and watches them.
-    await double.until(() => double.openWatches === 1);
+    // Running: it has listed the protected pods, the webhook configuration and the namespaces, and watches them.
+    await double.until(() => double.openWatches === 3);
     reporter.child.kill('SIGTERM');
     expect((await reporter).status).toBe(0);
   });

@@ -11,7 +11,7 @@ import { chartObjects, type PlannedTlsMode } from '../../../src/check/preinstall
 import type { CheckReport } from '../../../src/check/report';
 import { helmBinary, renderChart, type K8sObject } from '../../support/helm';
 import { KubeApiDouble, type Grant, type PolicyRule } from '../../support/kube-api-double';
-import { DRAINGUARD_NAMESPACE, installDrainguard, namespace, OPT_IN, pod, replicaSet, templates } from '../check/cluster-scenario';
+import { DRAINGUARD_NAMESPACE, installDrainguard, namespace, OPT_IN, pod, replicaSet, templates, WEBHOOK_CONFIGURATION } from '../check/cluster-scenario';
 import { drainedExit, envoyWorkload, finishedRecord, KubeletSimulator, rollPod, runPod, startReporters } from '../report/scenario';
 import { temporaryDirectory } from '../server/webhook-test-kit';
 import { validateAll } from './validate';
@@ -75,7 +75,7 @@ describe('the hook RBAC against the API double', () => {
     double.put(replicaSet('projectcontour', 'envoy-gw', '5f7c9d'));
     double.put(pod(templates.envoyGateway(), { name: 'envoy-gw-5f7c9d-aaaaa', namespace: 'projectcontour', owner: { kind: 'ReplicaSet', name: 'envoy-gw-5f7c9d' }, state: 'protected' }));
     // A drain the reporter turned into its Events, for the recent-drains checks to read.
-    const reporters = await startReporters(double, 1);
+    const reporters = await startReporters(double, 1, { webhookConfigName: WEBHOOK_CONFIGURATION });
     try {
       const kubelet = new KubeletSimulator(double);
       const drained = rollPod(kubelet, runPod(kubelet, envoyWorkload(double, { namespace: 'projectcontour', name: 'envoy' })), drainedExit(finishedRecord('drained')));

@@ -175,10 +175,16 @@ export class ControlPlane {
     return { ca: this.ca.pem, cert: readFileSyncUtf8(client.cert), key: readFileSyncUtf8(client.key) };
   }
 
-  /** Compacts etcd's history up to its current revision: every older resourceVersion is then "too old" (410 Gone) to watch from. */
+  /**
+   * Compacts etcd's history up to a new revision: every resourceVersion a client holds is then "too old"
+   * (410 Gone) to watch from. The revision is made new by a write of a key outside kube-apiserver's
+   * prefix (/registry), so that even a client whose last event or bookmark carried etcd's latest
+   * revision holds an older one.
+   */
   async compactEtcd(): Promise<number> {
-    const range = (await this.etcdRequest('POST', '/v3/kv/range', { key: Buffer.from('/').toString('base64'), limit: 1 })).body as { header: { revision: string } };
-    const revision = Number(range.header.revision);
+    const written = (await this.etcdRequest('POST', '/v3/kv/put', { key: Buffer.from('/drainguard-test/compaction').toString('base64'), value: Buffer.from(String(Date.now())).toString('base64') }))
+      .body as { header: { revision: string } };
+    const revision = Number(written.header.revision);
     const compaction = await this.etcdRequest('POST', '/v3/kv/compaction', { revision, physical: true });
     if (compaction.status !== 200) throw new Error(`etcd refused the compaction at ${revision}: ${JSON.stringify(compaction.body)}`);
     return revision;

@@ -5,6 +5,7 @@
  * does not drain on a signal, which is why the preStop hook drains it).
  */
 import { chownSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { EnvoyAdminSimulator, type SimulatorOptions } from '../envoy-admin-simulator';
 
 /** The simulator's options, and the user Envoy runs as: its admin socket belongs to that user, as Envoy's own would. */
@@ -14,6 +15,12 @@ export interface EnvoyContainerOptions extends SimulatorOptions {
 
 async function main(): Promise<void> {
   const options = JSON.parse(process.argv[2] ?? '{}') as EnvoyContainerOptions;
+  if (options.unixSocketPath) {
+    // A socket's path must fit in sun_path (108 bytes), and the volume's path on the host may not (the
+    // pod's own, /admin/admin.sock, always does): the socket is bound from inside its folder.
+    process.chdir(dirname(options.unixSocketPath));
+    options.unixSocketPath = `./${basename(options.unixSocketPath)}`;
+  }
   const simulator = await EnvoyAdminSimulator.start(options);
   if (options.unixSocketPath) chownSync(options.unixSocketPath, options.user.uid, options.user.gid);
   const stop = () => void simulator.stop().then(() => process.exit(0));

@@ -788,11 +788,30 @@ class PodWorker {
       for (const record of sidecars) await this.stopContainer(record, deadline, true);
       const ended = [...this.containers.values()].filter((r) => !r.init).map((r) => r.terminated?.exitCode ?? 0);
       const phase = ended.every((code) => code === 0) ? 'Succeeded' : 'Failed';
-      await this.writeStatus(undefined, undefined, phase).catch((error: unknown) => this.options.log(`pod ${this.name}: final status: ${(error as Error).message}`));
+      await this.whileUnreachable('final status', () => this.writeStatus(undefined, undefined, phase)).catch((error: unknown) =>
+        this.options.log(`pod ${this.name}: final status: ${(error as Error).message}`),
+      );
     }
     const { namespace, name, uid } = this.pod.metadata;
-    await this.api.delete(`/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0, uid });
+    await this.whileUnreachable('final delete', () => this.api.delete(`/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0, uid }));
     await this.cleanup(false);
+  }
+
+  /**
+   * An API call retried while kube-apiserver cannot be reached (it restarts), as the kubelet's status
+   * manager keeps syncing a pod's status, and deletes a terminated pod, until the API server answers.
+   * An answer (an ApiError) is final.
+   */
+  private async whileUnreachable<T>(what: string, call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (error) {
+        if (error instanceof ApiError || this.stopping.signal.aborted) throw error;
+        if (attempt === 1) this.options.log(`pod ${this.name}: ${what}: ${(error as Error).message}; retrying until kube-apiserver answers`);
+        await pause(Math.min(250 * attempt, 2000), this.stopping.signal);
+      }
+    }
   }
 
   private async cleanup(kill: boolean): Promise<void> {
@@ -843,6 +862,8 @@ class NodeAgent {
   readonly api: KubeApi;
   private readonly workers = new Map<string, PodWorker>();
   private readonly usedIps = new Set<string>();
+  /** The host part of the last pod IP given (254: the first is .2). */
+  private lastHost = 254;
   private podCidrBase = '';
   private readonly stopping = new AbortController();
   private watching?: Promise<void>;
@@ -1016,11 +1037,20 @@ class NodeAgent {
     this.workers.delete(uid);
   }
 
+  /**
+   * The next free pod IP after the last one given, round-robin over the node's range, as CNI's
+   * host-local IPAM allocates (containernetworking/plugins, plugins/ipam/host-local/backend/allocator:
+   * "allocate from the last reserved IP + 1"): an IP just released is not handed out again at once,
+   * while the host may still know the ended pod's interface for it (a client connecting to the new
+   * pod would otherwise reach the old one's MAC address and time out).
+   */
   allocateIp(): string {
-    for (let host = 2; host < 255; host++) {
+    for (let step = 1; step <= 253; step++) {
+      const host = ((this.lastHost - 2 + step) % 253) + 2;
       const ip = `${this.podCidrBase}.${host}`;
       if (this.usedIps.has(ip)) continue;
       this.usedIps.add(ip);
+      this.lastHost = host;
       return ip;
     }
     throw new Error(`node ${this.name}: no pod IP left in ${this.podCidrBase}.0/24`);
