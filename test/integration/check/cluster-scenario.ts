@@ -1,19 +1,17 @@
 /**
- * A cluster for `drainguard check`, built from real parts: drainguard's objects are what `helm template`
- * renders from the chart, the Secret and caBundle are written by drainguard's own self-mode code
- * running against the API double, and protected pods are fixture pods rewritten by `mutate` and
- * patched with an independent RFC 6902 implementation. Tests then break one thing at a time.
+ * drainguard installed in the Kubernetes API double, from real parts: drainguard's objects are what
+ * `helm template` renders from the chart, the Secret and caBundle are written by drainguard's own
+ * self-mode code running against the double. Only the reporter's double-based suites still use it
+ * (test/integration/report/acceptance.test.ts, test/e2e/report/rollout.test.ts); `drainguard check`'s
+ * suites run against the real API server (test/kube/check*.test.ts) and take their pods from
+ * test/support/check-pods.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { defaultConfig, type Config } from '../../../src/config';
-import { createCertificateAuthority } from '../../../src/certs/pki';
-import { mutate, type Pod } from '../../../src/mutate';
+import { defaultConfig } from '../../../src/config';
 import { startWebhook } from '../../../src/server/start';
-import { VERSION } from '../../../src/version';
 import { renderChart, type RenderOptions } from '../../support/helm';
-import { applyIndependently, jsonCopy } from '../../support/independent-patch';
 import type { KubeApiDouble, KubeObject } from '../../support/kube-api-double';
-import { fixturePods, silentLogger } from '../server/webhook-test-kit';
+import { silentLogger } from '../server/webhook-test-kit';
 
 export const DRAINGUARD_NAMESPACE = 'drainguard-system';
 export const WEBHOOK_CONFIGURATION = 'drainguard-drainguard-system';
@@ -89,7 +87,7 @@ function setCaBundle(double: KubeApiDouble, caBundle: string): void {
 }
 
 /** The EndpointSlice the endpointslice controller keeps for drainguard's Service. */
-export function endpointSlice(endpoints: { ip: string; ready: boolean }[]): KubeObject {
+function endpointSlice(endpoints: { ip: string; ready: boolean }[]): KubeObject {
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
@@ -109,95 +107,8 @@ export function endpointSlice(endpoints: { ip: string; ready: boolean }[]): Kube
   };
 }
 
-/** Replaces every webhook's caBundle with a CA valid from `notBefore` for `days` days. */
-export function replaceCaBundle(double: KubeApiDouble, notBefore: Date, days: number): void {
-  const ca = createCertificateAuthority("someone else's CA", { now: notBefore, validityDays: days });
-  setCaBundle(double, Buffer.from(ca.cert).toString('base64'));
-}
-
 export function namespace(name: string, labels: Record<string, string> = {}): KubeObject {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } };
 }
 
 export const OPT_IN = { 'drainguard.io/inject': 'enabled' };
-
-let fixtures: ReturnType<typeof fixturePods> | undefined;
-
-function fixture(name: string): Pod {
-  fixtures ??= fixturePods();
-  const found = fixtures.find((entry) => entry.name === name);
-  if (!found) throw new Error(`no fixture pod ${name}`);
-  return jsonCopy(found.pod);
-}
-
-/** The pod templates the scenarios use. */
-export const templates = {
-  /** Contour's Envoy DaemonSet (v1.33.6): envoy plus the shutdown-manager sidecar. */
-  contour: () => fixture('contour/03-envoy-v1.33.6.yaml'),
-  /** Envoy Gateway's proxy Deployment pod. */
-  envoyGateway: () => fixture('envoy-gateway-envoy.yaml'),
-  /** Plain Envoy, recognised by its image. */
-  plainEnvoy: () => fixture('plain-envoy.yaml'),
-  /** nginx: not an Envoy pod. */
-  notEnvoy: () => fixture('not-envoy.yaml'),
-};
-
-export type Owner = { kind: 'DaemonSet' | 'ReplicaSet' | 'StatefulSet'; name: string } | undefined;
-export type PodState = 'unprotected' | 'protected' | { rewrittenBy: string };
-
-/**
- * A pod as the API server would store it: named, owned, running. `protected` is the template rewritten
- * by this drainguard; `{ rewrittenBy }` the same rewrite recorded by another version.
- */
-export function pod(template: Pod, options: { name: string; namespace: string; owner?: Owner; state?: PodState; config?: Config }): KubeObject {
-  const { name, namespace, owner, state = 'unprotected', config = defaultConfig() } = options;
-  let spec = jsonCopy(template);
-  if (state !== 'unprotected') {
-    const result = mutate(spec, config);
-    if (result.status !== 'mutated') throw new Error(`${name}: expected mutate to rewrite the template, got ${result.status}`);
-    spec = applyIndependently(spec, result.patch);
-    if (typeof state === 'object') {
-      const annotations = spec.metadata!.annotations!;
-      const status = JSON.parse(annotations['drainguard.io/status']!) as { version: string };
-      annotations['drainguard.io/status'] = JSON.stringify({ ...status, version: state.rewrittenBy });
-    }
-  }
-  const { generateName: _generateName, ...metadata } = spec.metadata ?? {};
-  const containers = [...spec.spec.containers.map((c) => ({ c, init: false })), ...(spec.spec.initContainers ?? []).map((c) => ({ c, init: true }))];
-  const running = (c: { name: string }) => ({ name: c.name, ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } });
-  return {
-    ...spec,
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      ...metadata,
-      name,
-      namespace,
-      ...(owner ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: owner.kind, name: owner.name, uid: randomUUID(), controller: true, blockOwnerDeletion: true }] } : {}),
-    },
-    status: {
-      phase: 'Running',
-      containerStatuses: containers.filter((entry) => !entry.init).map((entry) => running(entry.c)),
-      initContainerStatuses: containers
-        .filter((entry) => entry.init)
-        .map((entry) => (entry.c.restartPolicy === 'Always' ? running(entry.c) : { name: entry.c.name, state: { terminated: { exitCode: 0 } } })),
-    },
-  } as KubeObject;
-}
-
-/** A ReplicaSet a Deployment controls, as the Deployment controller names and owns it. */
-export function replicaSet(namespace: string, deployment: string, hash: string): KubeObject {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
-    metadata: {
-      name: `${deployment}-${hash}`,
-      namespace,
-      labels: { 'pod-template-hash': hash },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment, uid: randomUUID(), controller: true, blockOwnerDeletion: true }],
-    },
-    spec: { replicas: 2, selector: { matchLabels: { 'pod-template-hash': hash } } },
-  };
-}
-
-export { VERSION };
