@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { CHART_DIR, helmBinary } from '../helm';
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { repoPath } from '../repo';
 import { parse } from 'yaml';
 import { KubeApi, type KubeObject } from './api';
@@ -68,7 +68,8 @@ export function userKubeconfig(identity: { user: string; groups?: string[] }): s
   const info = clusterInfo();
   const pki = join(info.dir, 'control-plane', 'pki');
   const ca = { cert: join(pki, 'ca.crt'), key: join(pki, 'ca.key'), pem: readFileSync(join(pki, 'ca.crt'), 'utf8') };
-  const dir = mkdtempSync(join(tmpdir(), 'drainguard-user-'));
+  // Beside the cluster's own credentials.
+  const dir = mkdtempSync(join(info.dir, 'user-'));
   const client = issueCertificate(ca, dir, { name: 'user', commonName: identity.user, organizations: identity.groups ?? [], usage: 'client' });
   const path = join(dir, 'kubeconfig');
   writeFileSync(path, kubeconfigYaml({ server: info.server, caPem: ca.pem, client }, (file) => readFileSync(file, 'utf8')), { mode: 0o600 });
@@ -87,7 +88,7 @@ export function serviceAccountKubeconfig(namespace: string, name: string, option
   const admin = parse(readFileSync(adminKubeconfig, 'utf8')) as { clusters: { cluster: { server: string; 'certificate-authority-data': string } }[] };
   const cluster = admin.clusters[0]!.cluster;
   const context = `${namespace}-${name}`;
-  const path = join(mkdtempSync(join(tmpdir(), 'drainguard-sa-')), 'kubeconfig');
+  const path = join(mkdtempSync(join(dirname(adminKubeconfig), 'serviceaccount-')), 'kubeconfig');
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
