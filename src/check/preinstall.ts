@@ -45,10 +45,12 @@ export function chartObjects(tlsMode: PlannedTlsMode): ChartObject[] {
     namespaced('poddisruptionbudgets', 'policy'),
     namespaced('networkpolicies', 'networking.k8s.io'),
     clusterScoped('mutatingwebhookconfigurations', 'admissionregistration.k8s.io'),
-    // The reporter's (report.enabled, on by default), and in self mode the webhook's too.
+    // The reporter's (report.enabled, on by default), the helm test's check (helmTest.enabled, on by
+    // default), and in self mode the webhook's too.
     clusterScoped('clusterroles', 'rbac.authorization.k8s.io'),
     clusterScoped('clusterrolebindings', 'rbac.authorization.k8s.io'),
-    ...(tlsMode === 'self' ? [namespaced('roles', 'rbac.authorization.k8s.io'), namespaced('rolebindings', 'rbac.authorization.k8s.io')] : []),
+    namespaced('roles', 'rbac.authorization.k8s.io'),
+    namespaced('rolebindings', 'rbac.authorization.k8s.io'),
     ...(tlsMode === 'certManager' ? [namespaced('issuers', 'cert-manager.io'), namespaced('certificates', 'cert-manager.io')] : []),
   ];
 }

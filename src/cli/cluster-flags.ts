@@ -75,13 +75,25 @@ export interface Connection {
   reader: ClusterReader;
 }
 
+/**
+ * The user's home directory: $HOME, else the passwd entry of this user; undefined when there is neither
+ * (a container running as a user its image does not list, with no HOME set), where os.homedir() throws.
+ */
+function userHome(): string | undefined {
+  try {
+    return homedir();
+  } catch {
+    return undefined;
+  }
+}
+
 /** Loads the kubeconfig as kubectl would and makes the reader; throws KubeconfigError or ClusterAccessError. */
 export async function connect(flags: ConnectionFlagValues, timeoutMs: number, environment: ClusterEnvironment): Promise<Connection> {
   const kubeconfig = await loadKubeconfig({
     ...(flags.kubeconfig !== undefined ? { kubeconfigPath: flags.kubeconfig } : {}),
     ...(flags.context !== undefined ? { context: flags.context } : {}),
     env: environment.env,
-    homeDirectory: environment.homeDirectory ?? homedir(),
+    homeDirectory: environment.homeDirectory ?? userHome(),
   });
   return { kubeconfig, reader: await kubernetesClusterReader(kubeconfig.kubeConfig, timeoutMs) };
 }

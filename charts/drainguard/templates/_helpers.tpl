@@ -84,6 +84,14 @@ the same name in another namespace, so the namespace is part of it.
 {{- end }}
 
 {{/*
+`drainguard check` as the helm test runs it: the name of its pod, ServiceAccount, Role and RoleBinding
+(tests/check.yaml, check-rbac.yaml).
+*/}}
+{{- define "drainguard.check.name" -}}
+{{- printf "%s-check" (include "drainguard.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
 Secret holding the serving certificate, per TLS mode.
 */}}
 {{- define "drainguard.tlsSecretName" -}}

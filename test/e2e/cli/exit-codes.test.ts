@@ -1,8 +1,9 @@
 /**
  * Exit codes are one fact: each command's table in src/cli (what `--help` prints) and what the built
  * process really returns must agree. The help text is read back and parsed; every code but 4 (a
- * drainguard bug) is then provoked for real. The "Exit codes" table of each command's page is the
- * help's, row for row (test/unit/docs/held-output.test.ts).
+ * drainguard bug) is then provoked for real (check's 0 and 1, which need a cluster, in
+ * test/kube/check-cli.test.ts). The "Exit codes" table of each command's page is the help's, row for
+ * row (test/unit/docs/held-output.test.ts).
  */
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,6 @@ import { COMMANDS } from '../../../src/cli/commands';
 import { assertDistBuilt } from '../../support/build';
 import { CONTOUR_FIXTURES_DIR } from '../../support/repo';
 import { KubeApiDouble } from '../../support/kube-api-double';
-import { installDrainguard, namespace, OPT_IN, pod, templates } from '../../integration/check/cluster-scenario';
 import { spawnDrainguard, stopAll } from './spawn-cli';
 
 /** `  0  meaning` lines of the `Exit status` section of a usage text. */
@@ -65,28 +65,10 @@ test('inject returns every code it documents (but 4)', async () => {
   expect(await status(['inject', '-f', join(directory, 'missing.yaml')])).toBe(3);
 });
 
-describe('check returns 0, 1, 2 and 3 as documented', () => {
-  let double: KubeApiDouble;
-  const kubeconfig = join(directory, 'kubeconfig');
-  beforeAll(async () => {
-    double = await KubeApiDouble.start();
-    await installDrainguard(double);
-    double.put(namespace('projectcontour', OPT_IN));
-    double.put(pod(templates.contour(), { name: 'envoy-a', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' }, state: 'protected' }));
-    writeFileSync(kubeconfig, double.kubeconfigYaml());
-  });
-  afterAll(() => double.close());
-
-  test('0 when every check holds, then 1 for an unprotected pod', async () => {
-    expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(0);
-    double.put(pod(templates.contour(), { name: 'envoy-b', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' } }));
-    expect(await status(['check', '-A', '--kubeconfig', kubeconfig])).toBe(1);
-  });
-
-  test('2 for a wrong flag value, 3 for a kubeconfig that cannot be used', async () => {
-    expect(await status(['check', '--output', 'yaml', '--kubeconfig', kubeconfig])).toBe(2);
-    expect(await status(['check', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
-  });
+// check's 0 (every check holds) and 1 (a finding) need a cluster: test/kube/check-cli.test.ts provokes them.
+test('check: 2 for a wrong flag value, 3 for a kubeconfig that cannot be used', async () => {
+  expect(await status(['check', '--output', 'yaml', '--kubeconfig', join(directory, 'kubeconfig')])).toBe(2);
+  expect(await status(['check', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(3);
 });
 
 test('serve: 2 for wrong flags, 3 when it cannot start', async () => {

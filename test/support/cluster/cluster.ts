@@ -87,6 +87,7 @@ export class TestCluster {
         node: NODE,
         kubernetesVersion: kubernetesVersion(),
         apiServerPort: API_SERVER_PORT,
+        serving: plane.kubeletServing(),
         log: options.log,
       });
       phase('nodes');

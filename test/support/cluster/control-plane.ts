@@ -26,6 +26,8 @@ const ETCD_CLIENT_PORT = 2379;
 const ETCD_PEER_PORT = 2380;
 /** The cluster's DNS domain: service-account tokens' issuer and the API's Service name derive from it. */
 export const CLUSTER_DOMAIN = 'cluster.local';
+/** The user kube-apiserver calls the kubelets as (kubeadm's apiserver-kubelet-client certificate). */
+const KUBELET_CLIENT_USER = 'kube-apiserver-kubelet-client';
 
 export interface ControlPlaneOptions {
   /** An empty directory for certificates, kubeconfigs, etcd's data and the logs. */
@@ -204,6 +206,7 @@ export class ControlPlane {
     );
     const serviceAccount = this.serviceAccountKey();
     const etcdClient = this.etcdClient();
+    const kubeletClient = this.kubeletClientCertificate();
     return [
       `--etcd-servers=${this.etcdUrl}`,
       `--etcd-cafile=${this.ca.cert}`,
@@ -228,8 +231,29 @@ export class ControlPlane {
       // ClusterIP, which nothing routes here (no kube-proxy).
       '--enable-aggregator-routing=true',
       '--profiling=false',
+      // The kubelet's API (pods' logs), as kubeadm configures it: the node's InternalIP (no DNS knows
+      // the nodes' names here), the kubelet's certificate verified, kube-apiserver's own client certificate.
+      '--kubelet-preferred-address-types=InternalIP',
+      `--kubelet-certificate-authority=${this.ca.cert}`,
+      `--kubelet-client-certificate=${kubeletClient.cert}`,
+      `--kubelet-client-key=${kubeletClient.key}`,
       ...(this.options.apiServerArgs ?? []),
     ];
+  }
+
+  /** kube-apiserver's client certificate for calling the kubelets. */
+  private kubeletClientCertificate(): CertificateFiles {
+    return this.certificate('apiserver-kubelet-client', () =>
+      issueCertificate(this.ca, this.pki, { name: 'apiserver-kubelet-client', commonName: KUBELET_CLIENT_USER, usage: 'client' }),
+    );
+  }
+
+  /** What the kubelet stand-in serves its API with (./kubelet-server): its certificate, and who may call it. */
+  kubeletServing(): { cert: string; key: string; clientCa: string; apiServerUser: string } {
+    const files = this.certificate('kubelet-serving', () =>
+      issueCertificate(this.ca, this.pki, { name: 'kubelet-serving', commonName: 'kubelet', ipAddresses: [this.options.network.hostAddress], usage: 'server' }),
+    );
+    return { cert: readFileSyncUtf8(files.cert), key: readFileSyncUtf8(files.key), clientCa: this.ca.pem, apiServerUser: KUBELET_CLIENT_USER };
   }
 
   private serviceAccountKey(): { privateKey: string; publicKey: string } {

@@ -20,12 +20,17 @@ interface Container {
   volumeMounts?: { name: string; mountPath: string; subPath?: string }[];
 }
 
-/** The value of `--flag value` or `--flag=value` in an argument list. */
+/**
+ * The value of `--flag value`, `--flag=value` or, in one argument, `--flag value` (Envoy's TCLAP command
+ * line splits an argument at its first space, the delimiter of envoyproxy/envoy
+ * source/server/options_impl.cc's `TCLAP::CmdLine cmd("envoy", ' ', …)`; Envoy Gateway passes its
+ * bootstrap as one `--config-yaml …` argument).
+ */
 function flagValue(args: readonly string[], ...names: string[]): string | undefined {
   for (let i = 0; i < args.length; i++) {
     for (const name of names) {
       if (args[i] === name) return args[i + 1];
-      if (args[i]!.startsWith(`${name}=`)) return args[i]!.slice(name.length + 1);
+      if (args[i]!.startsWith(`${name}=`) || args[i]!.startsWith(`${name} `)) return args[i]!.slice(name.length + 1);
     }
   }
   return undefined;

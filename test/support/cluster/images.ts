@@ -26,6 +26,8 @@ export interface FileImage {
   workingDir?: string;
   env: Record<string, string>;
   user: { uid: number; gid: number };
+  /** The home directory of each user of the image's /etc/passwd (the runtime sets HOME from it). */
+  homes: Record<number, string>;
 }
 
 export type ImageContent = FileImage | { kind: 'envoy' } | { kind: 'opaque' };
@@ -57,6 +59,8 @@ function drainguardImage(arch: 'amd64' | 'arm64'): FileImage {
     workingDir: '/opt/drainguard',
     env: { NODE_ENV: 'production' },
     user: { uid: 65532, gid: 65532 },
+    // The distroless base's /etc/passwd (GoogleContainerTools/distroless common/BUILD.bazel).
+    homes: { 0: '/root', 65532: '/home/nonroot', 65534: '/nonexistent' },
   };
 }
 

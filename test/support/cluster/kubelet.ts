@@ -19,12 +19,13 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { request as httpsRequest, type Server } from 'node:https';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ApiError, KubeApi, type KubeObject } from './api';
 import { expandReferences, launchCommand, type ContainerLaunch, type Mount } from './container';
 import { envoyAdminAddress, envoyVersionOfImage, listenerPorts, type AdminAddress } from './envoy';
+import { startKubeletServer, type KubeletServing, type LogLookup } from './kubelet-server';
 import type { EnvoyContainerOptions } from './envoy-main';
 import type { FileImage, ImageCatalog, ImageContent } from './images';
 import type { ClusterNetwork, PodSandbox } from './network';
@@ -54,10 +55,14 @@ export interface KubeletOptions {
   node: string;
   kubernetesVersion: string;
   apiServerPort: number;
+  /** The kubelet API's certificate and who may call it (./kubelet-server). */
+  serving: Omit<KubeletServing, 'host' | 'port'>;
   log: (line: string) => void;
 }
 
 const DEFAULT_RUNTIME = 'containerd://2.1.4';
+/** The kubelet's port (its default, 10250): where kube-apiserver reaches ./kubelet-server. */
+const KUBELET_PORT = 10250;
 /** How often a Lease is renewed (the kubelet's default: a quarter of its 40 s duration). */
 const LEASE_RENEW_MS = 10_000;
 /** Restart backoff of a crashed container, capped as the kubelet's is (at 5 minutes there; short here). */
@@ -134,6 +139,21 @@ class PodWorker {
 
   private get name(): string {
     return `${this.pod.metadata.namespace}/${this.pod.metadata.name}`;
+  }
+
+  /** Is this the pod `namespace/name`? */
+  is(namespace: string, name: string): boolean {
+    return this.pod.metadata.namespace === namespace && this.pod.metadata.name === name;
+  }
+
+  /** The log of container `name`, as the kubelet's /containerLogs finds it. */
+  log(name: string): LogLookup {
+    const record = this.containers.get(name);
+    if (record) return { file: record.logFile };
+    const declared = [...(this.pod.spec.initContainers ?? []), ...this.pod.spec.containers].some((c) => c.name === name);
+    return declared
+      ? { status: 400, message: `container "${name}" in pod "${this.pod.metadata.name}" is waiting to start: ContainerCreating` }
+      : { status: 400, message: `container ${name} is not valid for pod ${this.pod.metadata.name}` };
   }
 
   private enqueue(step: () => Promise<void>): void {
@@ -314,6 +334,9 @@ class PodWorker {
       for (const [key, value] of Object.entries(data ?? {})) env[`${from.prefix ?? ''}${key}`] = value;
     }
     for (const variable of container.env ?? []) env[variable.name] = await this.envValue(variable, env);
+    // The runtime's (runc's setupUser): without a HOME from the image or the pod, the user's home
+    // directory from the image's /etc/passwd, else `/`.
+    env.HOME ??= image?.homes[this.userOf(container, image).uid] ?? '/';
     return env;
   }
 
@@ -695,19 +718,28 @@ class PodWorker {
       }
       return undefined;
     };
+    const socketHostPath = admin && 'unixPath' in admin ? await hostPathOf(admin.unixPath) : undefined;
     const options: EnvoyContainerOptions = {
       user: this.userOf(record.spec, undefined),
       version: envoyVersionOfImage(record.spec.image) ?? '1.31.2',
-      ...(admin && 'unixPath' in admin ? { unixSocketPath: await hostPathOf(admin.unixPath) } : {}),
+      // A socket's path may have 107 bytes (sun_path), which a pod's volume on this host can exceed: the
+      // simulator binds the socket relative to its working directory, the volume's.
+      ...(socketHostPath ? { unixSocketPath: basename(socketHostPath) } : {}),
       ...(admin && 'port' in admin ? { tcpAddress: { host: admin.host, port: admin.port } } : {}),
       listeners: listenerPorts(record.spec, admin).map((port) => ({ statName: `0.0.0.0_${port}`, address: { host: '0.0.0.0', port } })),
     };
-    if (admin && 'unixPath' in admin && !options.unixSocketPath) {
+    if (admin && 'unixPath' in admin && !socketHostPath) {
       this.options.log(`pod ${this.name}: Envoy's admin socket ${admin.unixPath} is in no volume; no admin API`);
     }
     const envoyLog = this.path('containers', record.spec.name, 'envoy.log');
     const argv = [this.options.node, this.options.envoyMain, JSON.stringify(options)];
-    const process = startProcess(`${this.name}/${record.spec.name} (Envoy simulator)`, sandbox ? 'ip' : argv[0]!, sandbox ? ['netns', 'exec', sandbox.namespace, ...argv] : argv.slice(1), envoyLog);
+    const process = startProcess(
+      `${this.name}/${record.spec.name} (Envoy simulator)`,
+      sandbox ? 'ip' : argv[0]!,
+      sandbox ? ['netns', 'exec', sandbox.namespace, ...argv] : argv.slice(1),
+      envoyLog,
+      socketHostPath ? { cwd: dirname(socketHostPath) } : {},
+    );
     this.envoy = { process, admin };
     await waitUntil(`the Envoy simulator of ${this.name}`, async () => readFileSync(envoyLog, 'utf8').includes('ready '), { process, intervalMs: 20 });
   }
@@ -927,7 +959,7 @@ class NodeAgent {
             { type: 'InternalIP', address: this.options.network.hostAddress },
             { type: 'Hostname', address: this.name },
           ],
-          daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+          daemonEndpoints: { kubeletEndpoint: { Port: KUBELET_PORT } },
           nodeInfo: {
             machineID: randomBytes(16).toString('hex'),
             systemUUID: randomBytes(16).toString('hex'),
@@ -1037,6 +1069,11 @@ class NodeAgent {
     this.workers.delete(uid);
   }
 
+  /** The worker of pod `namespace/name`, if it runs on this node. */
+  worker(namespace: string, name: string): PodWorker | undefined {
+    return [...this.workers.values()].find((worker) => worker.is(namespace, name));
+  }
+
   /**
    * The next free pod IP after the last one given, round-robin over the node's range, as CNI's
    * host-local IPAM allocates (containernetworking/plugins, plugins/ipam/host-local/backend/allocator:
@@ -1091,12 +1128,18 @@ class NodeAgent {
 }
 
 export class KubeletStandIn {
+  private server?: Server;
+
   private constructor(private readonly agents: NodeAgent[]) {}
 
   static async start(options: KubeletOptions): Promise<KubeletStandIn> {
     const agents = options.nodes.map((spec) => new NodeAgent(spec, options));
     const standIn = new KubeletStandIn(agents);
     try {
+      standIn.server = await startKubeletServer({ ...options.serving, host: options.network.hostAddress, port: KUBELET_PORT }, (namespace, pod, container) => {
+        const worker = agents.map((agent) => agent.worker(namespace, pod)).find((found) => found !== undefined);
+        return worker ? worker.log(container) : { status: 404, message: `pod ${namespace}/${pod} not found` };
+      });
       await Promise.all(agents.map((agent) => agent.register()));
     } catch (error) {
       await standIn.stop();
@@ -1110,6 +1153,8 @@ export class KubeletStandIn {
   }
 
   async stop(): Promise<void> {
+    this.server?.close();
+    this.server?.closeAllConnections();
     await Promise.all(this.agents.map((agent) => agent.stop()));
   }
 }

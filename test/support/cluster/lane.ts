@@ -12,12 +12,15 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CHART_DIR, helmBinary } from '../helm';
-import { appendFileSync, mkdtempSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { repoPath } from '../repo';
+import { parse } from 'yaml';
 import { KubeApi, type KubeObject } from './api';
 import { DEFAULT_NODES, TestCluster, type ClusterInfo } from './cluster';
+import { kubeconfigYaml } from './control-plane';
+import { issueCertificate } from './pki';
 import type { NodeSpec } from './kubelet';
 
 export const CLUSTER_ENV = 'DRAINGUARD_TEST_CLUSTER';
@@ -52,9 +55,50 @@ export function kubectl(args: readonly string[], options: { input?: string; kube
   return run('kubectl', ['--kubeconfig', options.kubeconfig ?? clusterInfo().adminKubeconfig, ...args], options.input);
 }
 
-/** The real helm against the test cluster. */
-export function helm(args: readonly string[]): CommandResult {
-  return run(helmBinary(), [...args, '--kubeconfig', clusterInfo().adminKubeconfig]);
+/** The real helm against the test cluster, as its admin unless `kubeconfig` says otherwise. */
+export function helm(args: readonly string[], options: { kubeconfig?: string } = {}): CommandResult {
+  return run(helmBinary(), [...args, '--kubeconfig', options.kubeconfig ?? clusterInfo().adminKubeconfig]);
+}
+
+/**
+ * A kubeconfig for a user of the shared cluster, authenticated by a client certificate of the cluster's
+ * CA (CN = user, O = groups), as TestCluster.kubeconfigFor makes them for a private cluster.
+ */
+export function userKubeconfig(identity: { user: string; groups?: string[] }): string {
+  const info = clusterInfo();
+  const pki = join(info.dir, 'control-plane', 'pki');
+  const ca = { cert: join(pki, 'ca.crt'), key: join(pki, 'ca.key'), pem: readFileSync(join(pki, 'ca.crt'), 'utf8') };
+  // Beside the cluster's own credentials.
+  const dir = mkdtempSync(join(info.dir, 'user-'));
+  const client = issueCertificate(ca, dir, { name: 'user', commonName: identity.user, organizations: identity.groups ?? [], usage: 'client' });
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(path, kubeconfigYaml({ server: info.server, caPem: ca.pem, client }, (file) => readFileSync(file, 'utf8')), { mode: 0o600 });
+  return path;
+}
+
+/**
+ * A kubeconfig that authenticates as ServiceAccount `namespace/name` with a token from the TokenRequest
+ * API (`kubectl create token`), as a pod of that account would; the cluster's address and CA are those of
+ * `adminKubeconfig` (the shared cluster's by default).
+ */
+export function serviceAccountKubeconfig(namespace: string, name: string, options: { adminKubeconfig?: string } = {}): string {
+  const adminKubeconfig = options.adminKubeconfig ?? clusterInfo().adminKubeconfig;
+  const token = kubectl(['create', 'token', name, '-n', namespace, '--duration', '1h'], { kubeconfig: adminKubeconfig });
+  if (token.status !== 0) throw new Error(`kubectl create token ${namespace}/${name} failed:\n${token.stderr}`);
+  const admin = parse(readFileSync(adminKubeconfig, 'utf8')) as { clusters: { cluster: { server: string; 'certificate-authority-data': string } }[] };
+  const cluster = admin.clusters[0]!.cluster;
+  const context = `${namespace}-${name}`;
+  const path = join(mkdtempSync(join(dirname(adminKubeconfig), 'serviceaccount-')), 'kubeconfig');
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'test-cluster', cluster: { server: cluster.server, 'certificate-authority-data': cluster['certificate-authority-data'] } }],
+    users: [{ name: context, user: { token: token.stdout.trim() } }],
+    contexts: [{ name: context, context: { cluster: 'test-cluster', user: context, namespace } }],
+    'current-context': context,
+  };
+  writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+  return path;
 }
 
 /** A short random suffix for the names a suite makes. */

@@ -115,6 +115,9 @@ function networkOf(slot: number, bridge: string): ClusterNetwork {
       const hostEnd = `dgk${slot}v${n}`;
       ip(['netns', 'add', namespace]);
       sandboxes.add(namespace);
+      // A veth of the same name may outlive an earlier cluster of this slot: the kernel frees a deleted
+      // namespace (and its veth pairs) only once its last process is gone. The slot is ours now.
+      spawnSync('ip', ['link', 'delete', hostEnd], { stdio: 'ignore' });
       ip(['link', 'add', hostEnd, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', namespace]);
       ip(['link', 'set', hostEnd, 'master', bridge, 'up']);
       ip(['-n', namespace, 'addr', 'add', `${podIp}/16`, 'dev', 'eth0']);

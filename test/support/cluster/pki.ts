@@ -6,6 +6,7 @@
  * component.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -62,7 +63,10 @@ export function issueCertificate(ca: CertificateAuthority, dir: string, request:
     '-addext', `extendedKeyUsage=${extendedUsage}`,
     ...(altNames.length > 0 ? ['-addext', `subjectAltName=${altNames.join(',')}`] : []),
   ]);
-  openssl(['x509', '-req', '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', '365', '-copy_extensions', 'copyall', '-out', files.cert], csr);
+  // A random serial rather than -CAcreateserial's file beside the CA: suites issue certificates of the
+  // shared cluster's CA at the same time.
+  const serial = `0x${randomBytes(16).toString('hex')}`;
+  openssl(['x509', '-req', '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', serial, '-days', '365', '-copy_extensions', 'copyall', '-out', files.cert], csr);
   return files;
 }
 

@@ -7,8 +7,8 @@ import { defaultConfig, type Config } from '../../../src/config';
 import { assessPod, judgePod } from '../../../src/check/pods';
 import type { EnvoyPodReport } from '../../../src/check/report';
 import type { Container, Pod } from '../../../src/mutate';
+import { runningPod as pod, templates, VERSION } from '../../support/check-pods';
 import { jsonCopy } from '../../support/independent-patch';
-import { pod, templates, VERSION } from './cluster-scenario';
 
 function asPod(object: unknown): Pod {
   return object as Pod;
