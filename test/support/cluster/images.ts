@@ -3,9 +3,10 @@
  * so an image is described by the files of this machine that make it up:
  *
  * - drainguard's own image (the Dockerfile's runtime stage: distroless Node, the server in
- *   /opt/drainguard, the drain program at /opt/drainguard/envoy-shutdown/envoy-shutdown, user 65532),
- *   made of this checkout's build: the webhook, the reporter, the installer init container and the helm
- *   test hook run as the chart and the webhook describe them;
+ *   /opt/drainguard, user 65532), made of this checkout's build: the webhook, the reporter and the helm
+ *   test hook run as the chart describes them;
+ * - the drain program's image (the Dockerfile's `envoy-shutdown` stage: `/envoy-shutdown` alone, user
+ *   65532): the installer init container the webhook writes runs it, and an image volume of it holds it;
  * - Envoy's images: no Envoy here, so the container is the Envoy admin simulator, started when
  *   something needs Envoy's admin API (the preStop hook drainguard wrote);
  * - anything else is opaque: reported running, never executed (its hooks are skipped and logged).
@@ -13,6 +14,7 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { shutdownExecutable } from '../drain-executables';
+import { DRAIN_IMAGE_PROGRAM_PATH, DRAIN_IMAGE_REPOSITORY } from '../../../src/config/defaults';
 import { NODE, REPO_ROOT } from '../repo';
 
 export interface FileImage {
@@ -50,7 +52,6 @@ function drainguardImage(arch: 'amd64' | 'arm64'): FileImage {
       '/opt/drainguard/package.json': join(REPO_ROOT, 'package.json'),
       '/opt/drainguard/node_modules': join(REPO_ROOT, 'node_modules'),
       '/opt/drainguard/dist': join(REPO_ROOT, 'dist'),
-      '/opt/drainguard/envoy-shutdown/envoy-shutdown': shutdownExecutable(arch),
       '/nodejs/bin/node': realpathSync(NODE),
     },
     hostUsr: true,
@@ -61,6 +62,20 @@ function drainguardImage(arch: 'amd64' | 'arm64'): FileImage {
     user: { uid: 65532, gid: 65532 },
     // The distroless base's /etc/passwd (GoogleContainerTools/distroless common/BUILD.bazel).
     homes: { 0: '/root', 65532: '/home/nonroot', 65534: '/nonexistent' },
+  };
+}
+
+/** The drain program's image: the static executable alone, at the root (FROM scratch: no /etc/passwd). */
+function drainImage(arch: 'amd64' | 'arm64'): FileImage {
+  return {
+    kind: 'files',
+    files: { [DRAIN_IMAGE_PROGRAM_PATH]: shutdownExecutable(arch) },
+    hostUsr: false,
+    entrypoint: [DRAIN_IMAGE_PROGRAM_PATH],
+    cmd: ['version'],
+    env: {},
+    user: { uid: 65532, gid: 65532 },
+    homes: {},
   };
 }
 
@@ -76,6 +91,7 @@ export function defaultImageCatalog(arch: 'amd64' | 'arm64' = process.arch === '
   return (reference) => {
     const repository = imageRepository(reference);
     if (repository === DRAINGUARD_IMAGE_REPOSITORY) return drainguardImage(arch);
+    if (repository === DRAIN_IMAGE_REPOSITORY) return drainImage(arch);
     if (isEnvoyImage(repository)) return { kind: 'envoy' };
     return { kind: 'opaque' };
   };

@@ -17,7 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type Server } from 'node:https';
 import { connect } from 'node:net';
@@ -267,6 +267,19 @@ class PodWorker {
 
   private async fillVolume(spec: VolumeSpec, dir: string): Promise<void> {
     if (spec.emptyDir) return;
+    if (spec.image) {
+      // An image volume: the image's files, unpacked as a runtime unpacks them (and always mounted
+      // read-only, below). Only images this machine can play have files to give.
+      const content = this.options.images(spec.image.reference);
+      if (content.kind !== 'files' || content.hostUsr) throw new Error(`the test kubelet cannot unpack image ${spec.image.reference} into volume ${spec.name}`);
+      for (const [path, source] of Object.entries(content.files)) {
+        const target = join(dir, path);
+        mkdirSync(dirname(target), { recursive: true, mode: 0o755 });
+        copyFileSync(source, target);
+        chmodSync(target, statSync(source).mode & 0o777);
+      }
+      return;
+    }
     if (spec.configMap) {
       const data = await this.namespaced('configmaps', spec.configMap.name, spec.configMap.optional);
       this.writeKeys(dir, data ?? {}, spec.configMap.items, spec.configMap.defaultMode ?? 0o644);
@@ -307,7 +320,9 @@ class PodWorker {
       const dir = await this.volume(mount.name);
       const source = mount.subPath ? join(dir, mount.subPath) : dir;
       if (mount.subPath && !existsSync(source)) mkdirSync(source, { recursive: true, mode: 0o777 });
-      mounts.push({ target: mount.mountPath, source, readOnly: mount.readOnly === true, file: mount.subPath ? !isDirectory(source) : false });
+      // The kubelet mounts an image volume read-only whatever the mount says (pkg/kubelet/kubelet_pods.go makeMounts).
+      const imageVolume = (this.pod.spec.volumes ?? []).some((v) => v.name === mount.name && v.image !== undefined);
+      mounts.push({ target: mount.mountPath, source, readOnly: mount.readOnly === true || imageVolume, file: mount.subPath ? !isDirectory(source) : false });
     }
     mounts.push({ target: container.terminationMessagePath ?? '/dev/termination-log', source: record.terminationLog, readOnly: false, file: true });
     const hosts = this.path('etc-hosts');
