@@ -121,7 +121,7 @@ test('an unprotected workload in a namespace not opted in: the fix commands, exi
   const json = await drainguard([...checkArgs(unprotectedNamespace), '--kubeconfig', kubeconfig(), '-o', 'json']);
   expect(json.status).toBe(1);
   const report = JSON.parse(json.stdout) as CheckReport;
-  expect(report.summary).toEqual({ passed: 7, failed: 3, info: 3, ok: false });
+  expect(report.summary).toEqual({ passed: 7, failed: 3, info: 4, ok: false });
   expect(report.fixes.map((fix) => fix.commands)).toEqual([[`kubectl label namespace ${unprotectedNamespace} ${key}=enabled`, `kubectl -n ${unprotectedNamespace} rollout restart daemonset/envoy`]]);
 });
 
