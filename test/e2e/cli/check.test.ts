@@ -30,7 +30,7 @@ test('a user with no HOME and no passwd entry (a container of an image that does
   // 4242 is in no /etc/passwd here; os.homedir() throws for it when HOME is unset. The checkout may sit
   // under a directory only root can enter (/root, or CI's mktemp -d): the process keeps DAC override as
   // an ambient capability so it can reach Node and dist/, which has nothing to do with what is tested.
-  const unprivileged = ['setpriv', '--reuid=4242', '--regid=4242', '--clear-groups', '--inh-caps=+dac_override', '--ambient-caps=+dac_override', '--'];
+  const unprivileged = ['setpriv', '--reuid=4242', '--regid=4242', '--clear-groups', '--inh-caps=+dac_override', '--ambient-caps=+dac_override', '--'] as const;
   const run = await spawnDrainguard([], {
     command: [...unprivileged, 'env', '-i', NODE, CLI_MAIN, 'check'],
     cwd: directory,
