@@ -94,7 +94,8 @@ test('a namespace whose Envoy pods are all protected: one line per check, a stat
       `√ MutatingWebhookConfiguration ${names.webhookConfiguration} exists (pods.drainguard.io)`,
       `√ Service ${release.namespace}/${names.service} has 1 ready endpoint (EndpointSlices)`,
       expect.stringMatching(new RegExp(`^√ ${protectedNamespace}/envoy-\\w+: protected by drainguard \\S+; drain: admin unix:/admin/admin\\.sock, deadline \\d+s`)),
-      // The test cluster's nodes (containerd 2.1.4 under a 1.37 kubelet), noted for whoever considers image volumes.
+      // The test cluster's nodes (kubelet 1.37, containerd 2.1.4) could take the other delivery mode: a note.
+      'nodes (image volumes)',
       'ℹ 2 of 2 nodes can mount image volumes: what installer.delivery: image-volume needs on every node that runs Envoy (installer.delivery: copy now)',
     ]),
   );

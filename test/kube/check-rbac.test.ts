@@ -12,13 +12,14 @@
  * (`kubectl auth can-i --list` as each ServiceAccount, less what every ServiceAccount may do) was used
  * by some request in the log, or is named below with why it is needed and when it is used.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCheckCommand } from '../../src/cli/check';
 import type { PreInstallReport } from '../../src/check/preinstall';
 import type { CheckReport, CheckResult } from '../../src/check/report';
 import { rewritten, templates, VERSION } from '../support/check-pods';
+import { auditedRequests, auditFlags, type AuditEvent } from '../support/cluster/audit';
 import { KubeApi } from '../support/cluster/api';
 import type { TestCluster } from '../support/cluster/cluster';
 import { eventually, runAsync, serviceAccountKubeconfig, startPrivateCluster } from '../support/cluster/lane';
@@ -48,6 +49,7 @@ const NEEDED_BUT_UNUSED: Record<string, string> = {
 };
 
 const directory = mkdtempSync(join(tmpdir(), 'drainguard-check-rbac-'));
+/** Where auditFlags() has kube-apiserver write its audit log. */
 const auditLog = join(directory, 'audit.log');
 let cluster: TestCluster;
 let api: KubeApi;
@@ -72,23 +74,8 @@ const line = (report: { checks: CheckResult[] }, id: CheckResult['id']): CheckRe
 };
 
 beforeAll(async () => {
-  const policy = join(directory, 'audit-policy.yaml');
-  writeFileSync(
-    policy,
-    [
-      'apiVersion: audit.k8s.io/v1',
-      'kind: Policy',
-      'omitStages: ["RequestReceived"]',
-      'rules:',
-      `  - level: Metadata`,
-      `    userGroups: ["system:serviceaccounts:${NAMESPACE}"]`,
-      `  - level: Metadata`,
-      `    users: [${Object.values(USERS).map((user) => JSON.stringify(user)).join(', ')}]`,
-      '  - level: None',
-      '',
-    ].join('\n'),
-  );
-  cluster = await startPrivateCluster({ apiServerArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`] });
+  const audit = auditFlags(directory, { userGroups: [`system:serviceaccounts:${NAMESPACE}`], users: Object.values(USERS) });
+  cluster = await startPrivateCluster({ apiServerArgs: audit.apiServerArgs });
   api = new KubeApi(cluster.info.adminKubeconfig);
   kubeconfigs.admin = cluster.kubeconfigFor({ user: USERS.admin, groups: ['system:masters'] });
   kubeconfigs.operator = cluster.kubeconfigFor({ user: USERS.operator });
@@ -361,25 +348,9 @@ async function createCertManagerCrd(kind: string, plural: string): Promise<void>
   });
 }
 
-interface AuditEvent {
-  auditID: string;
-  stage: string;
-  verb: string;
-  requestURI: string;
-  user: { username: string };
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
-  responseStatus?: { code?: number };
-}
-
 /** The audit log's events, one per request (a watch still open has only its ResponseStarted). */
 function auditEvents(): AuditEvent[] {
-  const byId = new Map<string, AuditEvent>();
-  for (const text of readFileSync(auditLog, 'utf8').split('\n')) {
-    if (!text) continue;
-    const event = JSON.parse(text) as AuditEvent;
-    if (event.stage === 'ResponseComplete' || !byId.has(event.auditID)) byId.set(event.auditID, event);
-  }
-  return [...byId.values()];
+  return auditedRequests(auditLog);
 }
 
 function describeEvent(event: AuditEvent): string {
