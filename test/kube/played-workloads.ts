@@ -29,14 +29,15 @@ export async function playedWorkload(cluster: ClusterHandle, namespace: string, 
 }
 
 /**
- * The workload's pods not being deleted, once there are `count`, each protected by the webhook and
+ * The workload's pods not being deleted, once there are `count` bound to a node, each protected by the webhook and
  * started (Running) by the test as its kubelet; sorted by name.
  */
 export async function runningPods(cluster: ClusterHandle, workload: PlayedWorkload, count: number): Promise<Pod[]> {
   const pods = await eventually(`${count} pods of ${workload.kind} ${workload.namespace}/${workload.name}`, async () => {
     const list = await cluster.api.list<Pod>(`/api/v1/namespaces/${workload.namespace}/pods?labelSelector=${encodeURIComponent(workload.selector)}`);
     const live = list.items.filter((pod) => !pod.metadata.deletionTimestamp);
-    return live.length === count ? live : undefined;
+    // A kubelet starts only pods bound to its node; an unbound pod would also be deleted at once, with no grace.
+    return live.length === count && live.every((pod) => pod.spec.nodeName) ? live : undefined;
   });
   const running: Pod[] = [];
   for (const pod of pods) running.push(pod.status?.phase === 'Running' ? pod : await runPlayedPod(cluster.api, workload.namespace, pod.metadata.name));

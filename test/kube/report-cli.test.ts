@@ -49,7 +49,7 @@ test('0 after SIGTERM once it is ready (it has listed the protected pods, its we
   await eventually('the reporter ready', async () => ((await readyz(port)) === 200 ? true : undefined));
   reporter.child.kill('SIGTERM');
   expect((await reporter).status).toBe(0);
-});
+}, 120_000);
 
 test('3 for a port another process holds, with the reason; the process ends (its watch never started)', async () => {
   const taken = createServer();
