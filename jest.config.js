@@ -59,7 +59,7 @@ module.exports = {
       // one test cluster that every suite of the lane shares; the teardown stops it.
       globalSetup: '<rootDir>/test/global-setup-kube.ts',
       globalTeardown: '<rootDir>/test/global-teardown-kube.ts',
-      testTimeout: 120000,
+      setupFilesAfterEnv: ['<rootDir>/test/support/kube-test-timeout.js'],
     },
     {
       ...project,

@@ -10,7 +10,7 @@ import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'i
 export interface KubeConnectionOptions {
   /** A kubeconfig file; in-cluster service-account configuration when absent. */
   kubeconfigPath?: string;
-  /** A ready KubeConfig (tests build one for the API double). Wins over `kubeconfigPath`. */
+  /** A ready KubeConfig (tests build one that records or holds back requests). Wins over `kubeconfigPath`. */
   kubeConfig?: k8s.KubeConfig;
 }
 

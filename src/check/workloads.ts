@@ -96,7 +96,7 @@ export interface FixCandidate {
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
-/** Groups pods that a recreation would fix (never rewritten, or by another version) by workload. */
+/** Groups pods that a recreation would fix (never rewritten, by another version, or in the other delivery mode) by workload. */
 export function planFixes(candidates: readonly FixCandidate[]): Fix[] {
   const groups = new Map<string, FixCandidate[]>();
   for (const candidate of candidates) {
@@ -110,12 +110,16 @@ export function planFixes(candidates: readonly FixCandidate[]): Fix[] {
 function planOne(group: readonly FixCandidate[]): Fix {
   const { owner, coverage } = group[0] as FixCandidate;
   const pods = group.map((candidate) => candidate.pod.name).sort();
-  const notRewritten = group.filter((candidate) => candidate.pod.protection === 'none').length;
-  const versions = [...new Set(group.flatMap((candidate) => (candidate.pod.protection === 'other-version' ? [candidate.pod.drainguardVersion] : [])))].sort();
-  const olderCount = group.length - notRewritten;
+  const withProtection = (protection: EnvoyPodReport['protection']) => group.filter((candidate) => candidate.pod.protection === protection).map((candidate) => candidate.pod);
+  const notRewritten = withProtection('none').length;
+  const otherVersion = withProtection('other-version');
+  const versions = [...new Set(otherVersion.map((pod) => pod.drainguardVersion))].sort();
+  // Rewritten by this version, in the delivery mode the configuration no longer says.
+  const deliveries = withProtection('other-delivery').map((pod) => pod.delivery ?? 'copy');
   const why = [
     ...(notRewritten > 0 ? [`${plural(notRewritten, 'pod')} not rewritten by drainguard`] : []),
-    ...(olderCount > 0 ? [`${plural(olderCount, 'pod')} rewritten by drainguard ${versions.join(', ')}`] : []),
+    ...(otherVersion.length > 0 ? [`${plural(otherVersion.length, 'pod')} rewritten by drainguard ${versions.join(', ')}`] : []),
+    ...[...new Set(deliveries)].sort().map((delivery) => `${plural(deliveries.filter((other) => other === delivery).length, 'pod')} rewritten for installer.delivery: ${delivery}`),
   ].join(', ');
   const base = { workload: owner, pods, why };
 

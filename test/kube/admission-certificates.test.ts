@@ -160,8 +160,7 @@ interface RecordedRequest {
 
 /**
  * A KubeConfig for the cluster's admin that records every request client-node sends through it, and
- * can hold back requests matching `hold` until released: what the API double's request log and holds
- * did, with the real server answering.
+ * can hold back requests matching `hold` until released, with the real server answering.
  */
 async function recordingKubeConfig(): Promise<{ config: k8s.KubeConfig; requests: RecordedRequest[]; hold(method: string, path: RegExp): { arrived: Promise<void>; release(): void } }> {
   const client = await loadKubernetesClient();

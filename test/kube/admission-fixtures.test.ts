@@ -10,26 +10,11 @@
  * admission chain on each (the ServiceAccount plugin, drainguard, then the built-in plugins again and
  * drainguard once more, as reinvocationPolicy IfNeeded asks), defaults and validates it, and stores it.
  *
- * What is compared, for every pod a controller created (S, as stored) and the same workload through
- * `drainguard inject` (the built CLI as a process, with the release's own configuration):
- *
- * - W, the fields drainguard writes: the paths where inject's pod template differs from the input's,
- *   lists of named items (containers, volumes, env, mounts, …) keyed by name;
- * - D, the API server's own reading of inject's pod: a server-side dry run creating inject's pod
- *   template as a Pod in a namespace no webhook sees (defaulting, validation and the built-in
- *   admission plugins, no drainguard);
- * - at every path of W, D holds what inject wrote: every scalar and list element unchanged; fields only
- *   D has are allowed inside the objects drainguard wrote (defaulting), elements only D has in a list
- *   drainguard wrote are not, but for the ServiceAccount token's volume and mounts. Anything else is
- *   the API server changing what drainguard writes (a finding);
- * - S equals D in every field but those the pod's controller and the scheduler set (the pod's identity,
- *   the controllers' hash labels, the node's topology labels copied at binding, spec.nodeName, and for
- *   a DaemonSet's pods the node affinity and tolerations its controller adds), none of which is in W;
- *   the token volume's random name and its place among the volumes and mounts (it is appended before
- *   or after drainguard's, by the order the two ran) are the only normalisation. So the webhook wrote
- *   exactly what inject writes, no more and no less, and the API server kept it;
- * - drainguard's second look changes nothing: the pure core on each stored pod (what a re-invocation
- *   receives), and the webhook on inject's pod (a dry run in the opted-in namespace) against D.
+ * What is compared, for every pod a controller created and the same workload through `drainguard
+ * inject` (the built CLI as a process, with the release's own configuration), is ./admission-comparison's:
+ * the API server keeps every field inject writes, the stored pods are inject's pod as the API server reads
+ * it but for the fields their controllers and the scheduler set, and drainguard's second look writes
+ * nothing.
  *
  * The pods need not run (their Secrets and ConfigMaps are not created, so most wait in
  * ContainerCreating) nor be scheduled (Contour's host ports fit one pod per node), and each file's
@@ -40,20 +25,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadConfigFile, type Config } from '../../src/config';
-import { mutate, type Pod } from '../../src/mutate';
-import { asSentByApiServer } from '../support/upstream-fixtures';
 import { repoPath } from '../support/repo';
 import { drainguard } from '../e2e/cli/run-cli';
 import { resourcePath, type KubeObject } from '../support/cluster/api';
 import { adminApi, createNamespace, deleteNamespace, eventually, installDrainguard, uninstallDrainguard, type DrainguardRelease } from '../support/cluster/lane';
-import { isRewritten, type StoredPod } from './admission-kit';
-import { coverage, keyed, named, pathText, valueAt, writesBetween, type Path, type Write } from './pod-comparison';
+import type { StoredPod } from './admission-kit';
+import { expectStoredAsInjected, referencesOf, writesOf, type Admitted as AdmittedPods, type PodTemplate as Template } from './admission-comparison';
+import { coverage, keyed, named } from './pod-comparison';
 
 const FIXTURE_DIRS = ['test/fixtures/upstream', 'test/fixtures/contour', 'test/fixtures/pods'];
 /** Files admitted at once: each may run a few pods, so the cluster's two nodes are never flooded. */
 const CONCURRENT_FILES = 4;
-
-type Template = { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: StoredPod['spec'] };
 
 interface Workload {
   kind: 'Deployment' | 'DaemonSet' | 'Pod';
@@ -75,12 +57,7 @@ interface FixtureFile {
 }
 
 /** What the API server made of one workload. */
-interface Admitted {
-  pods: StoredPod[];
-  /** inject's pod template as the API server reads it (dry run, no webhook). */
-  reference: StoredPod;
-  /** The same, sent to drainguard again (dry run in the opted-in namespace). */
-  again: StoredPod;
+interface Admitted extends AdmittedPods {
   /** The API server's answer to the workload as shipped, when asApplied had to change more than the namespace. */
   refusedAsShipped?: string;
 }
@@ -172,13 +149,6 @@ async function createServiceAccounts(namespace: string, names: string[]): Promis
   for (const name of names) await adminApi().create(`/api/v1/namespaces/${namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } });
 }
 
-/** A pod template as a Pod, created by a server-side dry run: the API server's reading of it, nothing stored. */
-async function dryRunPod(namespace: string, template: Template, generateName: string): Promise<StoredPod> {
-  const { name: _name, ...metadata } = (template.metadata ?? {}) as Template['metadata'] & { name?: string };
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...metadata, generateName, namespace }, spec: template.spec };
-  return adminApi().create<StoredPod>(`/api/v1/namespaces/${namespace}/pods?dryRun=All`, pod);
-}
-
 /** The pods the workload's controller created, once all of them are there; a refused create fails at once. */
 async function podsOf(namespace: string, workload: Workload): Promise<StoredPod[]> {
   const api = adminApi();
@@ -206,8 +176,7 @@ async function admit(file: FixtureFile): Promise<Admitted[]> {
     const results: Admitted[] = [];
     for (const [index, workload] of file.workloads.entries()) {
       const pods = await podsOf(file.namespace, workload);
-      const reference = await dryRunPod(plainNamespace, workload.injected, `${workload.name}-`);
-      const again = await dryRunPod(file.namespace, workload.injected, `${workload.name}-`);
+      const { reference, again } = await referencesOf(workload.injected, `${workload.name}-`, { plain: plainNamespace, optedIn: file.namespace });
       let refusedAsShipped: string | undefined;
       if (file.asShipped) {
         const answer = await adminApi().raw('POST', `${collection(workload.kind, file.namespace)}?dryRun=All`, file.asShipped[index]);
@@ -291,80 +260,6 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 300_000);
 
-// ---- what is compared ----------------------------------------------------------------------------
-
-/** Labels the pod's controller sets, and the node's topology labels the API server copies at binding. */
-const CONTROLLER_LABELS = ['pod-template-hash', 'controller-revision-hash', 'pod-template-generation', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region'];
-/** The ServiceAccount admission plugin's token volume: a random suffix per pod. */
-const TOKEN_VOLUME = /^kube-api-access-[a-z0-9]{5}$/;
-
-/** The fields of a stored pod that only the controllers and the scheduler set, as paths of the keyed view. */
-function controllerOwned(kind: Workload['kind']): Path[] {
-  return [
-    ...CONTROLLER_LABELS.map((label) => ['metadata', 'labels', label]),
-    ['spec', 'nodeName'],
-    ...(kind === 'DaemonSet' ? [['spec', 'affinity'], ['spec', 'tolerations']] : []),
-  ];
-}
-
-/**
- * What the comparison reads of a pod (labels, annotations, spec), without the controller-owned fields.
- * The ServiceAccount token volume gets a random name per pod, so its name is made equal; and it is
- * appended by an admission plugin that runs before the webhooks, so whether it comes before or after a
- * volume or mount drainguard appends depends only on which ran first: it is put last in both.
- */
-function compared(pod: StoredPod | Template, kind: Workload['kind']): Record<string, unknown> {
-  const copy = JSON.parse(JSON.stringify({ metadata: { labels: pod.metadata?.labels ?? {}, annotations: pod.metadata?.annotations ?? {} }, spec: pod.spec })) as { spec: StoredPod['spec'] };
-  const tokenLast = <T extends { name: string }>(list: T[] | undefined) =>
-    list && [...list.filter((item) => !TOKEN_VOLUME.test(item.name)), ...list.filter((item) => TOKEN_VOLUME.test(item.name)).map((item) => ({ ...item, name: 'kube-api-access-(generated)' }))];
-  if (copy.spec.volumes) copy.spec.volumes = tokenLast(copy.spec.volumes);
-  for (const container of [...copy.spec.containers, ...(copy.spec.initContainers ?? [])]) if (container.volumeMounts) container.volumeMounts = tokenLast(container.volumeMounts);
-  for (const path of controllerOwned(kind)) {
-    const parent = valueAt(copy, path.slice(0, -1)) as Record<string, unknown> | undefined;
-    if (parent) delete parent[path.at(-1)!];
-  }
-  return copy;
-}
-
-function isTokenVolumeOrMount(path: Path): boolean {
-  const last = path.at(-1) ?? '';
-  return last.startsWith('[name=') && TOKEN_VOLUME.test(last.slice('[name='.length, -1));
-}
-
-const startsWith = (path: Path, prefix: Path) => prefix.every((segment, index) => path[index] === segment);
-
-/** What drainguard writes to a workload's pods: inject's template against the input's, as the API server receives them. */
-function writesOf(workload: Workload): Write[] {
-  const input = asSentByApiServer(workload.template);
-  const output = asSentByApiServer(workload.injected);
-  return writesBetween(keyed({ metadata: input.metadata ?? {}, spec: input.spec }), keyed({ metadata: output.metadata ?? {}, spec: output.spec }));
-}
-
-/** Where the API server's reading of inject's pod departs from what inject wrote (findings), and what it defaulted. */
-function apiServerChanges(workload: Workload, reference: StoredPod): { changed: string[]; defaulted: string[] } {
-  const stored = keyed(reference);
-  const written = keyed(asSentByApiServer(workload.injected));
-  const changed: string[] = [];
-  const defaulted: string[] = [];
-  for (const write of writesOf(workload)) {
-    if (write.kind === 'removed') {
-      if (valueAt(stored, write.path) !== undefined) changed.push(`${pathText(write.path)}: drainguard removed it, the API server stores ${JSON.stringify(valueAt(stored, write.path))}`);
-      continue;
-    }
-    const result = coverage(valueAt(stored, write.path), valueAt(written, write.path), write.path, isTokenVolumeOrMount);
-    changed.push(...result.changed);
-    defaulted.push(...result.added);
-  }
-  return { changed, defaulted };
-}
-
-/** Fields where two pods differ, for a readable failure (the assertion after it compares them whole, order included). */
-function differences(actual: unknown, expected: unknown): string[] {
-  return writesBetween(keyed(expected), keyed(actual)).map(
-    (write) => `${pathText(write.path)}: expected ${JSON.stringify(valueAt(keyed(expected), write.path))}, stored ${JSON.stringify(valueAt(keyed(actual), write.path))}`,
-  );
-}
-
 test('the corpus: every fixture file has a workload; inject leaves alone exactly the upstream files whose golden equals the fixture, and the one pod that is not Envoy', () => {
   expect(files.map((file) => file.name)).toEqual(fixtureTexts().map(({ name }) => name));
   for (const file of files) expect(file.workloads.length).toBeGreaterThan(0);
@@ -395,23 +290,9 @@ describe.each(fixtureTexts().map(({ name }) => name))('%s', (name) => {
     const file = files.find((f) => f.name === name)!;
     const results = await admitted.get(name)!;
     file.workloads.forEach((workload, index) => {
-      const { pods, reference, again, refusedAsShipped } = results[index]!;
+      const { refusedAsShipped, ...stored } = results[index]!;
       if (file.asShipped) expect(refusedAsShipped).toMatch(/^422 .*spec\.template\.spec\.containers\[\d+\]\.ports\[\d+\]\.name: Invalid value/);
-      const writes = writesOf(workload);
-      // The controllers' and the scheduler's fields are never drainguard's.
-      for (const owned of controllerOwned(workload.kind)) expect(writes.filter((write) => startsWith(write.path, owned) || startsWith(owned, write.path))).toEqual([]);
-
-      expect(apiServerChanges(workload, reference).changed).toEqual([]);
-      const expected = compared(reference, workload.kind);
-      for (const pod of pods) {
-        expect(isRewritten(pod)).toBe(writes.length > 0);
-        expect(differences(compared(pod, workload.kind), expected)).toEqual([]);
-        expect(compared(pod, workload.kind)).toEqual(expected);
-      }
-      // drainguard on its own result, as the API server stored it: nothing more to write (the pure core on
-      // the stored pod, as a re-invocation sees it; and the webhook on inject's pod, through the API server).
-      for (const pod of pods) expect(mutate(pod as Pod, config)).toMatchObject({ status: writes.length > 0 ? 'unchanged' : 'skipped', patch: [] });
-      expect(differences(compared(again, workload.kind), compared(reference, workload.kind))).toEqual([]);
+      expectStoredAsInjected(workload, stored, config);
     });
   }, 300_000);
 });

@@ -12,7 +12,6 @@
  * (`kubectl auth can-i --list` as each ServiceAccount, less what every ServiceAccount may do) was used
  * by some request in the log, or is named below with why it is needed and when it is used.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +22,7 @@ import { rewritten, templates, VERSION } from '../support/check-pods';
 import { auditedRequests, auditFlags, type AuditEvent } from '../support/cluster/audit';
 import { KubeApi } from '../support/cluster/api';
 import type { TestCluster } from '../support/cluster/cluster';
-import { eventually, serviceAccountKubeconfig, startPrivateCluster } from '../support/cluster/lane';
+import { eventually, runAsync, serviceAccountKubeconfig, startPrivateCluster } from '../support/cluster/lane';
 import { CHART_DIR, helmBinary } from '../support/helm';
 import { CLI_MAIN } from '../support/build';
 import { NODE } from '../support/repo';
@@ -56,24 +55,8 @@ let cluster: TestCluster;
 let api: KubeApi;
 const kubeconfigs: Partial<Record<keyof typeof USERS, string>> = {};
 
-interface Ran {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** A command run without blocking this process, whose kubelet stand-in runs the cluster's pods. */
-function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const run = (command: string, args: readonly string[], env?: NodeJS.ProcessEnv) => runAsync(command, args, env ? { env } : {});
 
 const kubectl = (args: readonly string[]) => run('kubectl', ['--kubeconfig', cluster.info.adminKubeconfig, ...args]);
 const helm = (args: readonly string[]) => run(helmBinary(), [...args, '--kubeconfig', cluster.info.adminKubeconfig]);

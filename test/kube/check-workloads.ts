@@ -7,6 +7,7 @@
  */
 import type { Pod } from '../../src/mutate';
 import type { KubeApi, KubeObject } from '../support/cluster/api';
+import type { PolicyRule } from '../support/cluster/lane';
 import { jsonCopy } from '../support/independent-patch';
 
 /** The scheduling gate that keeps a pod unscheduled: it is admitted and stored, never run. */
@@ -86,3 +87,20 @@ export async function podsOf(api: KubeApi, namespace: string): Promise<Map<strin
   const list = await api.list<KubeObject & { spec: Pod['spec']; status?: { phase?: string } }>(`/api/v1/namespaces/${namespace}/pods`);
   return new Map(list.items.map((pod) => [pod.metadata.name, pod]));
 }
+
+/**
+ * What `drainguard check` reads of an installation (docs/check.md, "Permissions"): cluster-wide, the
+ * webhook configuration and the namespaces; in the release's namespace, its Deployments, Service,
+ * ConfigMap and EndpointSlices (the Secret is the suites' choice). A suite adds what its user may also do.
+ */
+export const CHECK_READS: { cluster: PolicyRule[]; release: PolicyRule[] } = {
+  cluster: [
+    { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
+  ],
+  release: [
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['services', 'configmaps'], verbs: ['get'] },
+    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
+  ],
+};

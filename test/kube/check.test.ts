@@ -27,6 +27,7 @@ import {
   createNamespace,
   deleteNamespace,
   eventually,
+  grantUser,
   installDrainguard,
   kubectl,
   uninstallDrainguard,
@@ -35,7 +36,7 @@ import {
   type DrainguardRelease,
 } from '../support/cluster/lane';
 import { temporaryDirectory } from '../integration/server/webhook-test-kit';
-import { createPod, createWorkload, podsOf, prepareNamespace } from './check-workloads';
+import { CHECK_READS, createPod, createWorkload, podsOf, prepareNamespace } from './check-workloads';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const api = () => adminApi();
@@ -321,34 +322,18 @@ describe('namespaces, pods and fixes', () => {
 describe('what RBAC refuses, in the authorizer’s words', () => {
   const user = `check-operator-${uniqueSuffix()}`;
   let kubeconfig: string;
-  const clusterRole = `${user}-reads`;
 
   beforeAll(async () => {
     // What the chart's helm test hook grants, less: pods only in gateway, no Secret, no ReplicaSet.
-    const rbac = '/apis/rbac.authorization.k8s.io/v1';
-    const subjects = [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: user }];
-    await api().create(`${rbac}/clusterroles`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: clusterRole },
-      rules: [
-        { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['get'] },
-        { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['list'] },
-      ],
-    });
-    cleanup.push(() => api().delete(`${rbac}/clusterroles/${clusterRole}`), () => api().delete(`${rbac}/clusterrolebindings/${clusterRole}`));
-    await api().create(`${rbac}/clusterrolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: clusterRole }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole }, subjects });
-    const role = async (namespace: string, rules: unknown[]) => {
-      await api().create(`${rbac}/namespaces/${namespace}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: user }, rules });
-      await api().create(`${rbac}/namespaces/${namespace}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: user }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: user }, subjects });
-    };
-    await role(release.namespace, [
-      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
-      { apiGroups: [''], resources: ['services', 'configmaps'], verbs: ['get'] },
-      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
-    ]);
-    await role(gateway, [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }]);
+    cleanup.push(
+      await grantUser(api(), user, {
+        cluster: [...CHECK_READS.cluster, { apiGroups: [''], resources: ['events'], verbs: ['list'] }],
+        namespaces: {
+          [release.namespace]: CHECK_READS.release,
+          [gateway]: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+        },
+      }),
+    );
     kubeconfig = userKubeconfig({ user });
   });
 

@@ -34,6 +34,7 @@ import {
   contourEnvoy,
   drainEvents,
   kubectlOk,
+  podEventsOnce,
   privateCluster,
   readyPods,
   reporterPods,
@@ -101,14 +102,6 @@ async function namespace(prefix: string, labels: Record<string, string>): Promis
   return name;
 }
 
-/** Pod Events of a namespace once there are `count`. */
-const podEventsOnce = (ns: string, count: number) =>
-  eventually(`${count} pod Events in ${ns}`, async () => {
-    const events = await drainEvents(handle, ns, 'pod');
-    if (events.length > count) throw new Error(`${events.length} pod Events in ${ns}, expected ${count}`);
-    return events.length === count ? events : undefined;
-  });
-
 test('bookmarks: with no protected pod anywhere, each of a reporter\'s watches resumes from a newer resourceVersion, and it never lists again', async () => {
   const addresses = await reporterAddresses();
   expect((await handle.api.list('/api/v1/pods?labelSelector=drainguard.io%2Fprotected%3Dtrue')).items).toEqual([]);
@@ -154,12 +147,18 @@ test('kube-apiserver stopped mid-rollout and etcd compacted meanwhile: the watch
     await cluster!.stopApiServer();
     compacted = await cluster!.compactEtcd();
     await cluster!.startApiServer();
+    // The drains go on until both reporters have listed the pods again (after their watches got 410):
+    // only then are the old pods let end and go.
+    await eventually('each reporter listing the pods again', async () => {
+      const after = audited().slice(before);
+      return addresses.every((address) => podReads(after, address).some((e) => e.verb === 'list')) ? true : undefined;
+    });
   } finally {
     clients.forEach((client) => client.destroy());
   }
   await kubectlOk(handle, ['-n', ns, 'rollout', 'status', 'daemonset/envoy', '--timeout=5m']);
 
-  const events = await podEventsOnce(ns, 2);
+  const events = await podEventsOnce(handle, ns, 2);
   expect(events.map((event) => event.involvedObject.uid).sort()).toEqual(old.map((pod) => pod.metadata.uid).sort());
   const texts = await eventually('both drains counted', async () => {
     const scraped = await Promise.all(addresses.map((address) => scrape(address)));
@@ -201,7 +200,7 @@ test('a reporter pod deleted mid-rollout: its successor lists again; each drain 
     return pods.every((pod) => pod.metadata.name !== doomed!.metadata.name) ? pods : undefined;
   });
 
-  const events = (await podEventsOnce(ns, before + 2)).filter((event) => old.some((pod) => pod.metadata.uid === event.involvedObject.uid));
+  const events = (await podEventsOnce(handle, ns, before + 2)).filter((event) => old.some((pod) => pod.metadata.uid === event.involvedObject.uid));
   expect(events).toHaveLength(2);
   expect(events.map((event) => event.count)).toEqual([1, 1]);
   const podEventNames = new Set((await drainEvents(handle, ns, 'pod')).map((event) => event.metadata.name));
@@ -272,7 +271,7 @@ describe('faults the API server does not make by itself, from a proxy in front o
     const injected = faults.map(([reporter, fault]) => reporter.proxy.arm(fault));
     await handle.api.delete(`/api/v1/namespaces/${ns}/pods/${pod!.metadata.name}`);
     await Promise.all(injected);
-    const events = await podEventsOnce(ns, before + 1);
+    const events = await podEventsOnce(handle, ns, before + 1);
     return events.find((event) => event.involvedObject.uid === pod!.metadata.uid)!;
   }
 

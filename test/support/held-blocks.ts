@@ -17,8 +17,10 @@
  * - `not held: WHY`: an example no test can produce here yet, and why (the test lists them).
  * The lines after it: `file NAME: PATH` (the command runs in an empty directory holding the repository's
  * PATH as NAME), `exit status: N` (0 when not given), `abridged: …` (a line of the block that is only
- * `⋮` stands for one or more lines left out; every other line is the command's, in order), and
- * `server: drainguard serve --dev` (the command is a request to that server, see the test).
+ * `⋮` stands for one or more lines left out; every other line is the command's, in order),
+ * `server: drainguard serve --dev` (the command is a request to that server, see the test), and
+ * `cluster: SCENARIO` (the command runs against a real cluster built as SCENARIO says: those blocks are
+ * held by the kube lane, test/kube/example-cluster.test.ts, which names the scenarios it builds).
  */
 
 export type HeldKind = 'output of' | 'stderr of' | 'exit status table of' | 'flags of' | 'not held';
@@ -40,6 +42,8 @@ export interface HeldBlock {
   exitStatus: number;
   abridged: boolean;
   server: string | undefined;
+  /** The cluster scenario the command runs against (test/kube/example-cluster.test.ts); undefined: no cluster. */
+  cluster: string | undefined;
   /** The block's lines: a fenced block's inside, or a table's rows. */
   lines: string[];
 }
@@ -51,16 +55,18 @@ function directive(page: string, line: number, comment: string, lines: string[])
   const [first = '', ...rest] = comment.split('\n').map((text) => text.trim());
   const kind = KINDS.find((candidate) => first.startsWith(`${candidate}:`));
   if (kind === undefined) throw new HeldBlockError(`${page}:${line}: a comment before a block must start with one of ${KINDS.map((k) => `"${k}:"`).join(', ')}`);
-  const block: HeldBlock = { page, line, kind, what: first.slice(kind.length + 1).trim(), files: new Map(), exitStatus: 0, abridged: false, server: undefined, lines };
+  const block: HeldBlock = { page, line, kind, what: first.slice(kind.length + 1).trim(), files: new Map(), exitStatus: 0, abridged: false, server: undefined, cluster: undefined, lines };
   for (const option of rest.filter((text) => text !== '')) {
     const file = /^file (\S+): (\S+)$/.exec(option);
     const status = /^exit status: (\d+)$/.exec(option);
     const server = /^server: (.+)$/.exec(option);
+    const cluster = /^cluster: (.+)$/.exec(option);
     if (file) block.files.set(file[1]!, file[2]!);
     else if (status) block.exitStatus = Number(status[1]);
     else if (server) block.server = server[1];
+    else if (cluster) block.cluster = cluster[1];
     else if (option.startsWith('abridged:') && option.includes(ELISION)) block.abridged = true;
-    else throw new HeldBlockError(`${page}:${line}: cannot read "${option}" (file NAME: PATH, exit status: N, abridged: ${ELISION} …, server: COMMAND)`);
+    else throw new HeldBlockError(`${page}:${line}: cannot read "${option}" (file NAME: PATH, exit status: N, abridged: ${ELISION} …, server: COMMAND, cluster: SCENARIO)`);
   }
   return block;
 }
@@ -147,6 +153,20 @@ export function mismatch(shown: readonly string[], actual: readonly string[]): s
     from = at + run.length + 1;
   }
   return undefined;
+}
+
+/**
+ * Why an output block is not what the command printed (`actualText`), or undefined when it is: its first
+ * line may be `$ COMMAND`, which must then be the comment's command; it elides lines (`⋮`) exactly when
+ * its comment says it is abridged; and its other lines are the output's (`mismatch`).
+ */
+export function outputMismatch(block: HeldBlock, actualText: string): string | undefined {
+  const [first, ...rest] = block.lines;
+  const shown = first?.startsWith('$ ') ? rest : block.lines;
+  if (first?.startsWith('$ ') && first.slice(2) !== block.what) return `the block's command line is not the comment's command (${block.what})`;
+  const elides = shown.some((line) => line.trim() === ELISION);
+  if (elides !== block.abridged) return elides ? `it elides lines (${ELISION}) but its comment does not say it is abridged` : `its comment says it is abridged but no line is ${ELISION}`;
+  return mismatch(shown, actualText.replace(/\n$/, '').split('\n'));
 }
 
 /** The cells of a markdown table row, trimmed, with code spans as plain text. */

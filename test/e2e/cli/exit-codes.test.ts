@@ -1,19 +1,16 @@
 /**
  * Exit codes are one fact: each command's table in src/cli (what `--help` prints) and what the built
  * process really returns must agree. The help text is read back and parsed; every code but 4 (a
- * drainguard bug) is then provoked for real (check's 0 and 1, which need a cluster, in
- * test/kube/check-cli.test.ts). The "Exit codes" table of each command's page is the help's, row for
- * row (test/unit/docs/held-output.test.ts).
+ * drainguard bug) is then provoked for real (those that need a cluster, check's 0 and 1 and report's 0
+ * and 3 for a port taken, in test/kube/check-cli.test.ts and test/kube/report-cli.test.ts). The "Exit
+ * codes" table of each command's page is the help's, row for row (test/unit/docs/held-output.test.ts).
  */
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMMANDS } from '../../../src/cli/commands';
 import { assertDistBuilt } from '../../support/build';
 import { CONTOUR_FIXTURES_DIR } from '../../support/repo';
-import { KubeApiDouble } from '../../support/kube-api-double';
 import { spawnDrainguard, stopAll } from './spawn-cli';
 
 /** `  0  meaning` lines of the `Exit status` section of a usage text. */
@@ -76,44 +73,12 @@ test('serve: 2 for wrong flags, 3 when it cannot start', async () => {
   expect(await status(['serve', '--dev', '--config', join(directory, 'missing-config.yaml')])).toBe(3);
 });
 
-describe('report returns 0, 2 and 3 as documented', () => {
-  let double: KubeApiDouble;
-  const kubeconfig = join(directory, 'report-kubeconfig');
-  const report = (port: string) =>
-    spawnDrainguard(['report', '--kubeconfig', kubeconfig, '--host', '127.0.0.1', '--port', port, '--instance', 'exit-codes', '--webhook-config-name', 'drainguard'], { env: { HOME: directory } });
-  beforeAll(async () => {
-    double = await KubeApiDouble.start();
-    writeFileSync(kubeconfig, double.kubeconfigYaml());
-  });
-  afterAll(() => double.close());
-
-  test('2 for wrong flags, 3 for a kubeconfig that cannot be used', async () => {
-    expect(await status(['report', '--port', '65536', '--webhook-config-name', 'drainguard'])).toBe(2);
-    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(2);
-    expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig'), '--webhook-config-name', 'drainguard'])).toBe(3);
-  });
-
-  test('0 after SIGTERM once it watches', async () => {
-    const reporter = report('0');
-    // Running: it has listed the protected pods, the webhook configuration and the namespaces, and watches them.
-    await double.until(() => double.openWatches === 3);
-    reporter.child.kill('SIGTERM');
-    expect((await reporter).status).toBe(0);
-  });
-
-  test('3 for a port another process holds, with the reason; the process ends (its watch never started)', async () => {
-    const taken = createServer();
-    taken.listen(0, '127.0.0.1');
-    await once(taken, 'listening');
-    try {
-      const port = String((taken.address() as AddressInfo).port);
-      const refused = await report(port);
-      expect(refused.status).toBe(3);
-      expect(refused.stderr).toContain(`drainguard report: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
-    } finally {
-      taken.close();
-    }
-  });
+// report's 0 (stopped by SIGTERM once it runs) and its 3 for a port another process holds need an API
+// server: test/kube/report-cli.test.ts provokes them.
+test('report: 2 for wrong flags, 3 for a kubeconfig that cannot be used', async () => {
+  expect(await status(['report', '--port', '65536', '--webhook-config-name', 'drainguard'])).toBe(2);
+  expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig')])).toBe(2);
+  expect(await status(['report', '--kubeconfig', join(directory, 'no-such-kubeconfig'), '--webhook-config-name', 'drainguard'])).toBe(3);
 });
 
 test('version: 0 even with no cluster configured (it says so), 2 for wrong flags', async () => {

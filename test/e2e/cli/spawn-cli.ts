@@ -3,9 +3,9 @@ import { CLI_MAIN } from '../../support/build';
 import { NODE, REPO_ROOT } from '../../support/repo';
 
 /**
- * The built CLI as a separate process, run without blocking this one (which may serve the API double
- * or a proxy the CLI talks to). Every process started and not yet exited is killed by `stopAll`, which
- * a suite calls in afterEach, so a failing test leaves nothing behind.
+ * The built CLI as a separate process, run without blocking this one (which may run a cluster's kubelet
+ * stand-in, or a proxy the CLI talks to). Every process started and not yet exited is killed by
+ * `stopAll`, which a suite calls in afterEach, so a failing test leaves nothing behind.
  */
 
 export interface Finished {

@@ -6,16 +6,16 @@
  * Every helper takes the cluster it works on: the shared one, or a suite's private one (whose kubelet
  * stand-in runs in the suite's own process, so nothing here blocks it: kubectl runs asynchronously).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { parseAllDocuments } from 'yaml';
 import { DRAIN_EVENT_LABEL } from '../../../src/report/drain-event';
 import { PROTECTED_LABEL } from '../../../src/mutate';
 import { KubeApi, type KubeObject } from '../../support/cluster/api';
-import { adminApi, clusterInfo, eventually, type CommandResult } from '../../support/cluster/lane';
+import { adminApi, clusterInfo, eventually, runAsync, type CommandResult } from '../../support/cluster/lane';
 import type { TestCluster } from '../../support/cluster/cluster';
 import { repoPath } from '../../support/repo';
+import { NEVER_SCHEDULED } from '../check-workloads';
 
 /** A cluster to work on: its admin client and admin kubeconfig. */
 export interface ClusterHandle {
@@ -28,15 +28,7 @@ export const privateCluster = (cluster: TestCluster): ClusterHandle => ({ api: n
 
 /** The real kubectl as the cluster's admin, without blocking this process. */
 export function kubectl(cluster: ClusterHandle, args: readonly string[]): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('kubectl', ['--kubeconfig', cluster.kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ status: code ?? 1, stdout, stderr }));
-  });
+  return runAsync('kubectl', ['--kubeconfig', cluster.kubeconfig, ...args]);
 }
 
 /** kubectl that must succeed. */
@@ -81,23 +73,40 @@ export interface EnvoyWorkload {
   uid: string;
   /** The pods' label selector, for lists. */
   selector: string;
+  /** The workload as created (the fixture's, with the changes the options asked for). */
+  manifest: KubeObject;
+}
+
+/** Options both fixtures' workloads take. */
+interface FixtureOptions {
+  /** Sets drainguard.io/min-drain on the pods (the release's own default otherwise). */
+  minDrain?: string;
+  /** Holds the pods back from the scheduler (NEVER_SCHEDULED): they are admitted and stored, never run. */
+  gated?: boolean;
+}
+
+type FixtureTemplate = { metadata: { annotations?: Record<string, string> }; spec: { schedulingGates?: { name: string }[] } };
+
+function applyOptions(template: FixtureTemplate, options: FixtureOptions): void {
+  if (options.minDrain) template.metadata.annotations = { ...template.metadata.annotations, 'drainguard.io/min-drain': options.minDrain };
+  if (options.gated) template.spec.schedulingGates = [{ name: NEVER_SCHEDULED }];
 }
 
 /**
  * Contour's Envoy DaemonSet (examples/contour/03-envoy.yaml at v1.33.6) with its ServiceAccount `envoy`
  * and Secret `envoycert`, and the grace period given (Contour's is 300 s; drainguard derives the drain's
  * deadline from it: 10 s less), and a minimum drain time when given (Contour's own is 0 s: a drain with
- * no connections ends at once). One pod per node.
+ * no connections ends at once). One pod per node (none runs when gated).
  */
-export async function contourEnvoy(cluster: ClusterHandle, namespace: string, options: { gracePeriodSeconds: number; minDrain?: string }): Promise<EnvoyWorkload> {
+export async function contourEnvoy(cluster: ClusterHandle, namespace: string, options: FixtureOptions & { gracePeriodSeconds: number }): Promise<EnvoyWorkload> {
   await createIn(cluster, namespace, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'envoy' } });
   await createIn(cluster, namespace, opaqueSecret('envoycert', ['ca.crt', 'tls.crt', 'tls.key']));
   const [daemonSet] = fixtureObjects('test/fixtures/contour/03-envoy-v1.33.6.yaml', namespace);
-  const spec = daemonSet!.spec as { template: { metadata: { annotations?: Record<string, string> }; spec: { terminationGracePeriodSeconds: number } } };
+  const spec = daemonSet!.spec as { template: FixtureTemplate & { spec: { terminationGracePeriodSeconds: number } } };
   spec.template.spec.terminationGracePeriodSeconds = options.gracePeriodSeconds;
-  if (options.minDrain) spec.template.metadata.annotations = { ...spec.template.metadata.annotations, 'drainguard.io/min-drain': options.minDrain };
+  applyOptions(spec.template, options);
   const created = await createIn(cluster, namespace, daemonSet!);
-  return { kind: 'DaemonSet', name: created.metadata.name, namespace, uid: created.metadata.uid!, selector: 'app=envoy' };
+  return { kind: 'DaemonSet', name: created.metadata.name, namespace, uid: created.metadata.uid!, selector: 'app=envoy', manifest: daemonSet! };
 }
 
 /**
@@ -105,13 +114,13 @@ export async function contourEnvoy(cluster: ClusterHandle, namespace: string, op
  * test/fixtures/upstream), with the ServiceAccount, Secret and ConfigMap it mounts, `replicas` pods. The
  * owner reference to its GatewayClass goes (no GatewayClass here: the garbage collector would delete it).
  */
-export async function envoyGateway(cluster: ClusterHandle, namespace: string, options: { replicas: number; minDrain?: string }): Promise<EnvoyWorkload> {
+export async function envoyGateway(cluster: ClusterHandle, namespace: string, options: FixtureOptions & { replicas: number }): Promise<EnvoyWorkload> {
   const [deployment] = fixtureObjects('test/fixtures/upstream/envoy-gateway-v1.5.3-deployment-default.yaml', namespace);
   const { ownerReferences: _owners, creationTimestamp: _created, ...metadata } = deployment!.metadata as KubeObject['metadata'] & { ownerReferences?: unknown; creationTimestamp?: unknown };
   const { status: _status, ...rest } = deployment as KubeObject & { status?: unknown };
-  const spec = rest.spec as { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { annotations?: Record<string, string> }; spec: { serviceAccountName: string } } };
+  const spec = rest.spec as { replicas?: number; selector: { matchLabels: Record<string, string> }; template: FixtureTemplate & { spec: { serviceAccountName: string } } };
   spec.replicas = options.replicas;
-  if (options.minDrain) spec.template.metadata.annotations = { ...spec.template.metadata.annotations, 'drainguard.io/min-drain': options.minDrain };
+  applyOptions(spec.template, options);
   await createIn(cluster, namespace, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: spec.template.spec.serviceAccountName } });
   await createIn(cluster, namespace, opaqueSecret('envoy', ['ca.crt', 'tls.crt', 'tls.key']));
   await createIn(cluster, namespace, {
@@ -120,9 +129,10 @@ export async function envoyGateway(cluster: ClusterHandle, namespace: string, op
     metadata: { name: metadata.name },
     data: { 'xds-trusted-ca.json': '{}', 'xds-certificate.json': '{}' },
   } as KubeObject);
-  const created = await createIn(cluster, namespace, { ...rest, metadata } as KubeObject);
+  const manifest = { ...rest, metadata } as KubeObject;
+  const created = await createIn(cluster, namespace, manifest);
   const selector = Object.entries(spec.selector.matchLabels).map(([key, value]) => `${key}=${value}`).join(',');
-  return { kind: 'Deployment', name: created.metadata.name, namespace, uid: created.metadata.uid!, selector };
+  return { kind: 'Deployment', name: created.metadata.name, namespace, uid: created.metadata.uid!, selector, manifest };
 }
 
 const isReady = (pod: PodObject) => pod.metadata.deletionTimestamp === undefined && pod.status.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
@@ -188,4 +198,13 @@ export interface StoredEvent extends KubeObject {
 export async function drainEvents(cluster: ClusterHandle, namespace: string, scope: 'pod' | 'workload'): Promise<StoredEvent[]> {
   const selector = encodeURIComponent(`${DRAIN_EVENT_LABEL}=${scope}`);
   return (await cluster.api.list<StoredEvent>(`/api/v1/namespaces/${namespace}/events?labelSelector=${selector}`)).items;
+}
+
+/** The reporter's pod Events in `namespace` once there are `count` (one per Envoy termination; more is named when it gives up). */
+export async function podEventsOnce(cluster: ClusterHandle, namespace: string, count: number): Promise<StoredEvent[]> {
+  return eventually(`${count} drain Events in ${namespace}`, async () => {
+    const events = await drainEvents(cluster, namespace, 'pod');
+    if (events.length > count) throw new Error(`${events.length} drain Events in ${namespace}, expected ${count}`);
+    return events.length === count ? events : undefined;
+  });
 }

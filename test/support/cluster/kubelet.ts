@@ -13,7 +13,7 @@
  * admin API where the pod's bootstrap puts it and a listener on each container port (so a test can hold
  * a connection to pod-IP:port), and drainguard's preStop runs the real static drain program against
  * it; other images are never executed. Probes run only for containers that run (readiness; liveness
- * is not run).
+ * is not run). A pod whose template says the test plays its kubelet (./played-pods) is left alone.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,6 +30,7 @@ import type { EnvoyContainerOptions } from './envoy-main';
 import type { FileImage, ImageCatalog, ImageContent } from './images';
 import type { ClusterNetwork, PodSandbox } from './network';
 import { kubeMicroTime, kubeTime, type ContainerSpec, type ContainerStatus, type EnvVarSpec, type HandlerSpec, type Pod, type ProbeSpec, type TerminatedState, type VolumeSpec } from './pod-spec';
+import { isPlayedByTest } from './played-pods';
 import { logTail, startProcess, waitUntil, type ManagedProcess } from './processes';
 import { readTerminationMessageFile, terminationMessage } from './termination-message';
 
@@ -1066,6 +1067,8 @@ class NodeAgent {
   }
 
   private onPod(pod: Pod): void {
+    // The test plays this pod's kubelet (./played-pods): nothing of it is ours, not even its final delete.
+    if (isPlayedByTest(pod)) return;
     const uid = pod.metadata.uid!;
     let worker = this.workers.get(uid);
     if (!worker) {

@@ -8,7 +8,7 @@
  * namespaces carry a random suffix, and each drainguard release opts namespaces in by a label key of its
  * own, so one release's webhook never sees another suite's pods.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CHART_DIR, helmBinary } from '../helm';
@@ -48,6 +48,22 @@ function run(command: string, args: readonly string[], input?: string): CommandR
   const result = spawnSync(command, args, { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (result.error) throw result.error;
   return { status: result.status ?? 1, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * A command run without blocking this process: a suite's private cluster runs its kubelet stand-in in
+ * the suite's own process, which must keep running while kubectl or helm waits on its pods.
+ */
+export function runAsync(command: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status: status ?? 1, stdout, stderr }));
+  });
 }
 
 /** The real kubectl (/usr/bin/kubectl) against the test cluster, as its admin unless `kubeconfig` says otherwise. */
@@ -99,6 +115,39 @@ export function serviceAccountKubeconfig(namespace: string, name: string, option
   };
   writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
   return path;
+}
+
+/** A rule of a Role or ClusterRole. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/**
+ * What an operator's RBAC gives a person: user `user` bound to a ClusterRole of `cluster` rules and, in
+ * each namespace of `namespaces`, to a Role of its rules, all named after the user. Returns what removes
+ * the cluster-scoped part (the namespaced part goes with its namespace).
+ */
+export async function grantUser(api: KubeApi, user: string, grants: { cluster?: PolicyRule[]; namespaces?: Record<string, PolicyRule[]> }): Promise<() => Promise<void>> {
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  const version = 'rbac.authorization.k8s.io/v1';
+  const subjects = [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: user }];
+  const roleRef = (kind: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name: user });
+  if (grants.cluster) {
+    await api.create(`${rbac}/clusterroles`, { apiVersion: version, kind: 'ClusterRole', metadata: { name: user }, rules: grants.cluster });
+    await api.create(`${rbac}/clusterrolebindings`, { apiVersion: version, kind: 'ClusterRoleBinding', metadata: { name: user }, roleRef: roleRef('ClusterRole'), subjects });
+  }
+  for (const [namespace, rules] of Object.entries(grants.namespaces ?? {})) {
+    await api.create(`${rbac}/namespaces/${namespace}/roles`, { apiVersion: version, kind: 'Role', metadata: { name: user }, rules });
+    await api.create(`${rbac}/namespaces/${namespace}/rolebindings`, { apiVersion: version, kind: 'RoleBinding', metadata: { name: user }, roleRef: roleRef('Role'), subjects });
+  }
+  return async () => {
+    if (!grants.cluster) return;
+    await api.delete(`${rbac}/clusterrolebindings/${user}`);
+    await api.delete(`${rbac}/clusterroles/${user}`);
+  };
 }
 
 /** A short random suffix for the names a suite makes. */

@@ -6,7 +6,9 @@
  * Each command runs in an empty directory holding the files its comment names, under the names the
  * page uses, with no kubeconfig, so nothing but the comment decides the output; nothing is normalised.
  *
- * Examples that need a cluster are marked `not held:` with the reason; the last test lists them.
+ * Blocks whose comment names a `cluster:` scenario are held by the kube lane against a real cluster
+ * (test/kube/example-cluster.test.ts); an example no test can produce is marked `not held:` with the
+ * reason, and the last test lists them.
  * And so that an example cannot escape by lacking its comment: every fenced block that starts with
  * `$ drainguard`, and every table under an "exit codes" heading, must be held or marked.
  */
@@ -17,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { assertDistBuilt, CLI_MAIN } from '../../support/build';
-import { commandWords, ELISION, heldBlocks, HeldBlockError, mismatch, tableBody, type HeldBlock } from '../../support/held-blocks';
+import { commandWords, ELISION, heldBlocks, HeldBlockError, mismatch, outputMismatch, tableBody, type HeldBlock } from '../../support/held-blocks';
 import { NODE, REPO_ROOT } from '../../support/repo';
 import { httpsRequest } from '../../integration/server/webhook-test-kit';
 
@@ -25,6 +27,8 @@ const PAGES = ['README.md', 'charts/drainguard/README.md', ...readdirSync(join(R
 
 const blocks = PAGES.flatMap((page) => heldBlocks(page, readFileSync(join(REPO_ROOT, page), 'utf8')));
 const held = blocks.filter((block) => block.kind !== 'not held');
+/** Held here: those that need no cluster (a `cluster:` block is the kube lane's, test/kube/example-cluster.test.ts). */
+const heldWithoutCluster = held.filter((block) => block.cluster === undefined);
 const where = (block: HeldBlock) => `${block.page}:${block.line}`;
 
 const directories: string[] = [];
@@ -55,23 +59,8 @@ function run(block: HeldBlock): { status: number | null; stdout: string; stderr:
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const outputLines = (text: string) => text.replace(/\n$/, '').split('\n');
-
-/** The block's lines without a first line `$ COMMAND`, which must then be the comment's command. */
-function shownOutput(block: HeldBlock): string[] {
-  const [first, ...rest] = block.lines;
-  if (first?.startsWith('$ ')) {
-    expect({ at: where(block), command: first.slice(2) }).toEqual({ at: where(block), command: block.what });
-    return rest;
-  }
-  return block.lines;
-}
-
 function expectShown(block: HeldBlock, actualText: string): void {
-  const shown = shownOutput(block);
-  // An elision only where the comment says the block is abridged, and the reverse.
-  expect({ at: where(block), elides: shown.some((line) => line.trim() === ELISION) }).toEqual({ at: where(block), elides: block.abridged });
-  const problem = mismatch(shown, outputLines(actualText));
+  const problem = outputMismatch(block, actualText);
   // On a mismatch, what the command printed, to paste into the page.
   expect({ at: where(block), problem, output: problem === undefined ? undefined : actualText }).toEqual({ at: where(block), problem: undefined, output: undefined });
 }
@@ -126,7 +115,7 @@ test('the pages hold examples of every kind (so the tests below read commands)',
   expect(held.filter((block) => block.server !== undefined).length).toBeGreaterThan(0);
 });
 
-describe.each(held.map((block) => [`${where(block)}: ${block.kind} ${block.what}`, block] as const))('%s', (_title, block) => {
+describe.each(heldWithoutCluster.map((block) => [`${where(block)}: ${block.kind} ${block.what}`, block] as const))('%s', (_title, block) => {
   if (block.kind === 'output of' || block.kind === 'stderr of') {
     test('is what the command prints', async () => {
       if (block.server !== undefined) {
@@ -213,12 +202,22 @@ describe('the comparison itself', () => {
     expect(mismatch([ELISION, 'a', ELISION], output)).toBeDefined();
   });
 
+  test('a block shows its command line only as the comment names it, and elides lines only when its comment says it is abridged', () => {
+    const [plain] = heldBlocks('x.md', '<!-- output of: drainguard version --client -->\n```text\n$ drainguard version --client\ndrainguard 0.1.0\n```\n');
+    expect(outputMismatch(plain!, 'drainguard 0.1.0\n')).toBeUndefined();
+    expect(outputMismatch({ ...plain!, what: 'drainguard version' }, 'drainguard 0.1.0\n')).toMatch(/not the comment's command/);
+    expect(outputMismatch({ ...plain!, lines: ['drainguard 0.1.0', ELISION] }, 'drainguard 0.1.0\nmore\n')).toMatch(/does not say it is abridged/);
+    expect(outputMismatch({ ...plain!, abridged: true }, 'drainguard 0.1.0\n')).toMatch(/no line is ⋮/);
+    expect(outputMismatch({ ...plain!, abridged: true, lines: ['drainguard 0.1.0', ELISION] }, 'drainguard 0.1.0\nmore\n')).toBeUndefined();
+  });
+
   test('a comment must name what the block is, and each of its lines must be read', () => {
     expect(() => heldBlocks('x.md', '<!-- a note -->\n```\nx\n```\n')).toThrow(HeldBlockError);
     expect(() => heldBlocks('x.md', '<!-- output of: drainguard version --client\n     exit: 0 -->\n```\nx\n```\n')).toThrow(/cannot read "exit: 0"/);
     expect(heldBlocks('x.md', '<!-- output of: drainguard version --client -->\n```text\ndrainguard 0.1.0\n```\n')).toMatchObject([
-      { line: 1, kind: 'output of', what: 'drainguard version --client', exitStatus: 0, abridged: false, lines: ['drainguard 0.1.0'] },
+      { line: 1, kind: 'output of', what: 'drainguard version --client', exitStatus: 0, abridged: false, cluster: undefined, lines: ['drainguard 0.1.0'] },
     ]);
+    expect(heldBlocks('x.md', '<!-- output of: drainguard version\n     cluster: example -->\n```text\nx\n```\n')).toMatchObject([{ cluster: 'example' }]);
   });
 });
 
