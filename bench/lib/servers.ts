@@ -42,9 +42,10 @@ const HOST = '127.0.0.1';
 /**
  * `drainguard serve` at its default log level (one JSON line per admission, as in production). Its
  * stdout goes to a file, not a pipe: pino writes synchronously, and a pipe that this busy process
- * drains late would throttle the server and measure the harness instead.
+ * drains late would throttle the server and measure the harness instead. `main` is this checkout's
+ * built CLI unless another checkout's is given (bench/versus.ts).
  */
-export async function startDrainguard(certs: BenchCertificates): Promise<RunningServer> {
+export async function startDrainguard(certs: BenchCertificates, main = repoPath('dist/cli/main.js')): Promise<RunningServer> {
   // Not in the certificate directory: drainguard watches that one, and every log line would wake it.
   const logDirectory = mkdtempSync(join(tmpdir(), 'drainguard-bench-log-'));
   const logPath = join(logDirectory, 'drainguard.log');
@@ -52,7 +53,7 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
   const child = spawnTracked(
     process.execPath,
     [
-      repoPath('dist/cli/main.js'),
+      main,
       'serve',
       '--tls-mode', 'files',
       '--tls-cert', certs.certPath,

@@ -1,22 +1,25 @@
 /**
- * The reporter's Kubernetes calls, through @kubernetes/client-node:
+ * The reporter's Kubernetes calls, over the lean client of src/kube-api (credentials applied by
+ * client-node's KubeConfig):
  *
- *   list, watch pods   labelSelector drainguard.io/protected=true, all namespaces (client-node's
- *                      ListWatch informer: list, then watch from the list's resourceVersion; a 410
- *                      Expired relists; bookmarks keep the resourceVersion current)
+ *   list, watch pods   labelSelector drainguard.io/protected=true, all namespaces: the list in pages
+ *                      of 500, each read item by item as it arrives; then a watch from the list's
+ *                      resourceVersion, with bookmarks; a 410 Expired lists again
  *   create events      the pod's and the workload's Event
  *   get events         only after a create whose answer was lost (./reporter.ts)
  *   get replicasets    a Deployment pod's ReplicaSet, for the Deployment's uid
  *
- * The informer's cache holds pod views (./pod-view.ts), never whole pods: the list is read a page
- * at a time and every object is reduced before the cache sees it.
+ * Every pod that arrives is reduced to its view (./pod-view.ts) before anything else sees it, and the
+ * watch keeps of each pod only what a relist needs to tell what vanished meanwhile (`WatchedPod`): no
+ * pod, page or answer is ever held whole. What decides which pods are reported is `viewOf`, the one
+ * place an object from the API server becomes a pod view (a further filter, a namespace's, goes there).
  */
-import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
-import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
+import { KubeRequestError, segment, statusMessage, type KubeApiClient, type KubeAnswer } from '../kube-api/client';
+import { JsonLines, JsonListItems } from '../kube-api/json-stream';
 import { PROTECTED_LABEL, PROTECTED_LABEL_VALUE } from '../mutate';
 import { REPORTED_BY_ANNOTATION, type EventBody } from './drain-event';
-import { viewPod, type ControllerRef, type PodView } from './pod-view';
+import { viewPod, workloadOf, type ControllerRef, type PodView, type WatchedPod } from './pod-view';
 import { ApiFailure, type ReporterApi } from './reporter';
 
 /** The label the webhook puts on every pod whose drain it installed: the watch's label selector. */
@@ -25,88 +28,80 @@ export const PROTECTED_SELECTOR = `${PROTECTED_LABEL}=${PROTECTED_LABEL_VALUE}`;
 /** The longest wait before listing or watching again after a failure. */
 const MAX_RESTART_DELAY_MS = 5000;
 
-/** Pods per list page (kubectl's page size): memory during a relist stays one page of whole pods. */
+/** Pods per list page (kubectl's page size); a page is read item by item, so its size costs no memory. */
 const LIST_PAGE_SIZE = 500;
 
-/** Any failure of a client call as an ApiFailure: the HTTP status when one came, the cause when none did. */
-async function failure(error: unknown, what: string): Promise<ApiFailure> {
-  const client = await loadKubernetesClient();
-  if (error instanceof client.ApiException) {
-    const code = (error as { code: number }).code;
-    return new ApiFailure(`${what}: HTTP ${code}${statusMessage((error as { body?: unknown }).body)}`, code);
-  }
-  const cause = (error as { cause?: { message?: unknown } } | null)?.cause;
-  const message = typeof cause?.message === 'string' ? cause.message : String((error as { message?: unknown } | null)?.message ?? error);
-  return new ApiFailure(`${what}: ${message}`, undefined);
+/**
+ * A watch asks the API server to end it after 5 to 10 minutes (client-go's reflectors ask the same),
+ * then resumes from where it was: a connection that died without a word is noticed within that time
+ * plus `requestTimeoutMs`, since nothing arrives on it any more.
+ */
+const WATCH_SECONDS_MIN = 300;
+
+function failure(what: string, answer: KubeAnswer): ApiFailure {
+  const message = statusMessage(answer.text);
+  return new ApiFailure(`${what}: HTTP ${answer.status}${message !== '' ? ` (${message})` : ''}`, answer.status);
 }
 
-function statusMessage(body: unknown): string {
+/** The request's answer, or an ApiFailure without a status when none came. */
+async function call(what: string, send: () => Promise<KubeAnswer>): Promise<KubeAnswer> {
   try {
-    const message = (typeof body === 'string' ? (JSON.parse(body) as { message?: unknown }) : (body as { message?: unknown } | null))?.message;
-    return typeof message === 'string' && message !== '' ? ` (${message})` : '';
-  } catch {
-    return '';
+    return await send();
+  } catch (error) {
+    if (error instanceof KubeRequestError) throw new ApiFailure(`${what}: ${error.message}`, undefined);
+    throw error;
   }
 }
 
-export async function kubernetesReporterApi(kubeConfig: k8s.KubeConfig, requestTimeoutMs: number): Promise<ReporterApi> {
-  const client = await loadKubernetesClient();
-  const core = kubeConfig.makeApiClient(client.CoreV1Api);
-  const apps = kubeConfig.makeApiClient(client.AppsV1Api);
-  const options = await requestTimeoutOptions(requestTimeoutMs, kubeConfig);
+const ok = (status: number) => status >= 200 && status < 300;
+
+export function kubernetesReporterApi(client: KubeApiClient): ReporterApi {
   return {
     async createEvent(event: EventBody) {
-      try {
-        await core.createNamespacedEvent({ namespace: event.metadata.namespace, body: event as unknown as k8s.CoreV1Event }, options);
-        return 'created';
-      } catch (error) {
-        const problem = await failure(error, `create event ${event.metadata.namespace}/${event.metadata.name}`);
-        if (problem.status === 409) return 'exists';
-        throw problem;
-      }
+      const { namespace, name } = event.metadata;
+      const what = `create event ${namespace}/${name}`;
+      const answer = await call(what, () => client.request('POST', `/api/v1/namespaces/${segment(namespace)}/events`, event));
+      if (ok(answer.status)) return 'created';
+      if (answer.status === 409) return 'exists';
+      throw failure(what, answer);
     },
     async eventReportedBy(namespace, name) {
-      try {
-        const event = await core.readNamespacedEvent({ namespace, name }, options);
-        return event.metadata?.annotations?.[REPORTED_BY_ANNOTATION];
-      } catch (error) {
-        const problem = await failure(error, `get event ${namespace}/${name}`);
-        if (problem.status === 404) return undefined;
-        throw problem;
-      }
+      const what = `get event ${namespace}/${name}`;
+      const answer = await call(what, () => client.request('GET', `/api/v1/namespaces/${segment(namespace)}/events/${segment(name)}`));
+      if (answer.status === 404) return undefined;
+      if (!ok(answer.status)) throw failure(what, answer);
+      const by = (JSON.parse(answer.text) as { metadata?: { annotations?: Record<string, unknown> } }).metadata?.annotations?.[REPORTED_BY_ANNOTATION];
+      return typeof by === 'string' ? by : undefined;
     },
     async replicaSetController(namespace, name) {
-      try {
-        const replicaSet = await apps.readNamespacedReplicaSet({ namespace, name }, options);
-        const reference = (replicaSet.metadata?.ownerReferences ?? []).find((owner) => owner.controller === true);
-        return reference ? ({ apiVersion: reference.apiVersion, kind: reference.kind, name: reference.name, uid: reference.uid } satisfies ControllerRef) : undefined;
-      } catch (error) {
-        const problem = await failure(error, `get replicaset ${namespace}/${name}`);
-        if (problem.status === 404) return undefined;
-        throw problem;
-      }
+      const what = `get replicaset ${namespace}/${name}`;
+      const answer = await call(what, () => client.request('GET', `/apis/apps/v1/namespaces/${segment(namespace)}/replicasets/${segment(name)}`));
+      if (answer.status === 404) return undefined;
+      if (!ok(answer.status)) throw failure(what, answer);
+      const owners = (JSON.parse(answer.text) as { metadata?: { ownerReferences?: Partial<ControllerRef & { controller: boolean }>[] } }).metadata?.ownerReferences ?? [];
+      const reference = owners.find((owner) => owner.controller === true);
+      return reference ? { apiVersion: String(reference.apiVersion), kind: String(reference.kind), name: String(reference.name), uid: String(reference.uid) } : undefined;
     },
   };
 }
 
 export interface PodWatchHandlers {
-  /** A pod was added, changed, or listed again after a relist. */
+  /** A pod was added, changed, or listed again with a new resourceVersion. */
   seen(pod: PodView): void;
-  /**
-   * A pod is gone: `deleted` when the watch delivered its deletion (with its last status),
-   * `vanished` when a relist no longer lists it (the view is the last one this watch saw).
-   */
-  gone(pod: PodView, how: 'deleted' | 'vanished'): void;
+  /** The watch delivered a pod's deletion, with its last status. */
+  deleted(pod: PodView): void;
+  /** A relist no longer lists a pod: what this watch last knew of it. */
+  vanished(pod: WatchedPod): void;
 }
 
 export interface PodWatch {
-  /** Pods in the informer's cache. */
+  /** Pods the watch knows. */
   readonly watchedPods: number;
   /** The first list has completed. */
   readonly synced: boolean;
   /** Listing or watching works now (false while it is failing and retrying). */
   readonly healthy: boolean;
-  /** The resourceVersion the informer has seen up to. */
+  /** The resourceVersion the watch has seen up to. */
   readonly resourceVersion: number;
   /** Resolves once every change up to `resourceVersion` has been handed to the handlers. */
   reached(resourceVersion: number): Promise<void>;
@@ -116,33 +111,60 @@ export interface PodWatch {
 export interface PodWatchOptions {
   handlers: PodWatchHandlers;
   logger: Logger;
+  /** A watch with nothing arriving for its own timeout plus this long is given up and resumed. */
   requestTimeoutMs: number;
   /** First delay before restarting a failed list or watch; doubled per failure up to 5 s. */
   restartDelayMs?: number;
 }
 
+/** A watch event's object, and the resourceVersion the watch has reached with it. */
+interface WatchEvent {
+  type?: unknown;
+  object?: { metadata?: { resourceVersion?: unknown }; code?: unknown; message?: unknown };
+}
+
+/** Ends a watch stream from inside its event handler: a 410 Expired (list again) or another ERROR. */
+class WatchEnded extends Error {
+  constructor(readonly expired: boolean, message: string) {
+    super(message);
+  }
+}
+
+/** The same text for the same value: namespaces, workloads and container names repeat across pods. */
+class Interned {
+  private readonly values = new Map<string, string>();
+  of(value: string): string {
+    const known = this.values.get(value);
+    if (known !== undefined) return known;
+    // Bounded by what the cluster holds; reset rather than grow without end on a churning cluster.
+    if (this.values.size >= 65_536) this.values.clear();
+    this.values.set(value, value);
+    return value;
+  }
+}
+
 /**
- * Watches the protected pods of every namespace with client-node's ListWatch. client-node stops its
- * informer on any error but 410 (which it answers with a relist itself); this restarts it with
- * backoff, resuming from the last resourceVersion it saw.
+ * Watches the protected pods of every namespace: a paged list, then a watch from its resourceVersion,
+ * as client-go's reflector does. A watch that ends is resumed from the last resourceVersion it
+ * delivered (bookmarks keep it current); a 410 Expired lists again, and what the new list no longer
+ * holds has vanished; any other failure retries with backoff.
  */
-export async function watchProtectedPods(kubeConfig: k8s.KubeConfig, options: PodWatchOptions): Promise<PodWatch> {
-  const client = await loadKubernetesClient();
-  const core = kubeConfig.makeApiClient(client.CoreV1Api);
-  const requestOptions = await requestTimeoutOptions(options.requestTimeoutMs, kubeConfig);
+export function watchProtectedPods(client: KubeApiClient, options: PodWatchOptions): PodWatch {
   const { handlers, logger } = options;
   const baseDelay = options.restartDelayMs ?? 1000;
+  const pods = new Map<string, WatchedPod>();
+  const interned = new Interned();
+  let resourceVersion = '';
   let synced = false;
   let healthy = false;
   let stopped = false;
   let failures = 0;
-  let restartTimer: NodeJS.Timeout | undefined;
-  /** Set while the informer handles a DELETED watch event: its delete callback then means `deleted`. */
-  let deliveringDeletion = false;
+  let current: AbortController | undefined;
+  let wake: (() => void) | undefined;
   const progressWaiters = new Set<{ resourceVersion: number; resolve: () => void }>();
-  const seenUpTo = () => Number(informer.latestResourceVersion()) || 0;
+  const seenUpTo = () => Number(resourceVersion) || 0;
   const progressed = () => {
-    for (const waiter of [...progressWaiters]) {
+    for (const waiter of progressWaiters) {
       if (seenUpTo() >= waiter.resourceVersion) {
         progressWaiters.delete(waiter);
         waiter.resolve();
@@ -150,98 +172,157 @@ export async function watchProtectedPods(kubeConfig: k8s.KubeConfig, options: Po
     }
   };
 
-  /** client-node's Watch, asking for bookmarks and handing the informer pod views instead of pods. */
-  class PodViewWatch extends client.Watch {
-    override async watch(
-      path: string,
-      queryParams: Record<string, string | number | boolean | undefined>,
-      callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-      done: (err: unknown) => void,
-    ): Promise<AbortController> {
-      const reduce = (phase: string, object: unknown, raw?: unknown) => {
-        healthy = true;
-        if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
-          const view = viewPod(object);
-          deliveringDeletion = phase === 'DELETED';
-          try {
-            if (view) callback(phase, view, raw);
-          } finally {
-            deliveringDeletion = false;
-          }
-        } else {
-          callback(phase, object, raw);
-        }
-        // The informer has taken the event's resourceVersion by now.
-        progressed();
-      };
-      let ended = false;
-      const end = (error: unknown) => {
-        ended = true;
-        done(error);
-      };
-      try {
-        const controller = await super.watch(path, { ...queryParams, allowWatchBookmarks: true }, reduce, end);
-        // The API server answered 200: the watch is established (an error answer has ended it already).
-        if (!ended) healthy = true;
-        return controller;
-      } catch (error) {
-        // Failures before the request (credentials that cannot be read) end this watch like any other.
-        end(error);
-        return new AbortController();
-      }
+  const keyOf = (pod: PodView) => `${pod.metadata.namespace}/${pod.metadata.name}`;
+  /** The one place an object from the API server becomes a pod the reporter sees. */
+  const viewOf = (object: unknown): PodView | undefined => viewPod(object);
+  const remember = (pod: PodView): WatchedPod => ({
+    namespace: interned.of(pod.metadata.namespace),
+    name: pod.metadata.name,
+    uid: pod.metadata.uid,
+    resourceVersion: pod.metadata.resourceVersion,
+    workload: interned.of(workloadOf(pod).label),
+    running: pod.envoy.filter((container) => container.ended === undefined).map((container) => interned.of(container.name)),
+  });
+  const selector = `labelSelector=${encodeURIComponent(PROTECTED_SELECTOR)}`;
+
+  /** A streamed GET that `stop` can end (it then resolves with status 0). */
+  async function request(what: string, path: string, onChunk: (chunk: Buffer) => void, idleTimeoutMs?: number): Promise<KubeAnswer> {
+    const controller = new AbortController();
+    current = controller;
+    try {
+      return await call(what, () => client.stream(path, onChunk, { signal: controller.signal, ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}) }));
+    } finally {
+      if (current === controller) current = undefined;
     }
   }
 
-  const list = async (): Promise<k8s.KubernetesListObject<PodView>> => {
-    const items: PodView[] = [];
-    let resourceVersion = '';
-    let next: string | undefined;
+  async function list(): Promise<void> {
+    const listed = new Set<string>();
+    let listVersion = '';
+    let next = '';
     do {
-      const page = await core.listPodForAllNamespaces({ labelSelector: PROTECTED_SELECTOR, limit: LIST_PAGE_SIZE, ...(next ? { _continue: next } : {}) }, requestOptions);
+      const items = new JsonListItems((item) => {
+        const pod = viewOf(item);
+        if (pod === undefined) return;
+        const key = keyOf(pod);
+        listed.add(key);
+        if (pods.get(key)?.resourceVersion === pod.metadata.resourceVersion) return;
+        pods.set(key, remember(pod));
+        handlers.seen(pod);
+      });
+      const path = `/api/v1/pods?${selector}&limit=${LIST_PAGE_SIZE}${next !== '' ? `&continue=${encodeURIComponent(next)}` : ''}`;
+      const answer = await request('list pods', path, (chunk) => items.push(chunk));
+      if (answer.status !== 200) throw failure('list pods', answer);
+      const metadata = (items.end().metadata ?? {}) as { resourceVersion?: unknown; continue?: unknown };
       // Every page of one list is a snapshot at the first page's resourceVersion.
-      if (resourceVersion === '') resourceVersion = page.metadata?.resourceVersion ?? '';
-      for (const pod of page.items) {
-        const view = viewPod(pod);
-        if (view) items.push(view);
-      }
-      next = page.metadata?._continue || undefined;
-    } while (next);
+      if (listVersion === '') listVersion = typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '';
+      next = typeof metadata.continue === 'string' ? metadata.continue : '';
+    } while (next !== '');
+    for (const [key, pod] of pods) {
+      if (listed.has(key)) continue;
+      pods.delete(key);
+      handlers.vanished(pod);
+    }
+    resourceVersion = listVersion;
     synced = true;
     healthy = true;
     failures = 0;
-    // The informer takes the list's resourceVersion once it has handed the items over.
-    setImmediate(progressed);
-    return { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion }, items: items as unknown as k8s.KubernetesObject[] } as unknown as k8s.KubernetesListObject<PodView>;
-  };
+    progressed();
+  }
 
-  const informer = new client.ListWatch<PodView & k8s.KubernetesObject>(
-    '/api/v1/pods',
-    new PodViewWatch(kubeConfig),
-    list as unknown as k8s.ListPromise<PodView & k8s.KubernetesObject>,
-    false,
-    PROTECTED_SELECTOR,
-  );
-  informer.on('add', (pod) => handlers.seen(pod));
-  informer.on('update', (pod) => handlers.seen(pod));
-  informer.on('delete', (pod) => handlers.gone(pod, deliveringDeletion ? 'deleted' : 'vanished'));
-  informer.on('error', (error: unknown) => {
-    healthy = false;
-    if (stopped) return;
-    failures++;
-    // Capped low: after an API server restart, the sooner the relist, the fewer pods can end and go
-    // unseen in between (see docs/report.md, "Exactly once").
-    const delay = Math.min(baseDelay * 2 ** (failures - 1), MAX_RESTART_DELAY_MS);
-    logger.warn({ error: describeError(error), retryInMs: delay }, 'listing or watching protected pods failed; will retry');
-    clearTimeout(restartTimer);
-    restartTimer = setTimeout(() => {
-      if (!stopped) void informer.start();
-    }, delay);
-  });
-  void informer.start();
+  function deliver(event: WatchEvent): void {
+    const { type, object } = event;
+    if (type === 'ERROR') {
+      const code = object?.code;
+      throw new WatchEnded(code === 410, `watch error${typeof code === 'number' ? ` ${code}` : ''}: ${String(object?.message ?? 'no message')}`);
+    }
+    if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+      const pod = viewOf(object);
+      if (pod !== undefined) {
+        const key = keyOf(pod);
+        if (type === 'DELETED') {
+          pods.delete(key);
+          handlers.deleted(pod);
+        } else {
+          pods.set(key, remember(pod));
+          handlers.seen(pod);
+        }
+      }
+    }
+    // BOOKMARK, and every other event: the watch has reached its resourceVersion.
+    const version = object?.metadata?.resourceVersion;
+    if (typeof version === 'string' && version !== '') resourceVersion = version;
+    progressed();
+  }
+
+  /** Watches from `resourceVersion` until the API server ends the watch; `expired` when it must list again. */
+  async function watch(): Promise<'ended' | 'expired'> {
+    const seconds = WATCH_SECONDS_MIN + Math.floor(Math.random() * WATCH_SECONDS_MIN);
+    const path = `/api/v1/pods?watch=true&${selector}&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${seconds}`;
+    let ended: WatchEnded | undefined;
+    const lines = new JsonLines((value) => {
+      if (ended) return;
+      try {
+        deliver(value as WatchEvent);
+      } catch (error) {
+        if (!(error instanceof WatchEnded)) throw error;
+        ended = error;
+        current?.abort();
+      }
+    });
+    const answer = await request(
+      'watch pods',
+      path,
+      (chunk) => {
+        // The API server answered 200: the watch is established.
+        healthy = true;
+        lines.push(chunk);
+      },
+      seconds * 1000 + options.requestTimeoutMs,
+    );
+    if (stopped) return 'ended';
+    if (ended) {
+      if (ended.expired) return 'expired';
+      throw new ApiFailure(`watch pods: ${ended.message}`, undefined);
+    }
+    if (answer.status === 410) return 'expired';
+    if (answer.status !== 200) throw failure('watch pods', answer);
+    healthy = true;
+    lines.end();
+    return 'ended';
+  }
+
+  async function run(): Promise<void> {
+    while (!stopped) {
+      try {
+        if (resourceVersion === '') await list();
+        if (stopped) break;
+        if ((await watch()) === 'expired') resourceVersion = '';
+        failures = 0;
+      } catch (error) {
+        if (stopped) break;
+        healthy = false;
+        failures++;
+        // Capped low: after an API server restart, the sooner the relist, the fewer pods can end and go
+        // unseen in between (see docs/report.md, "Exactly once").
+        const delay = Math.min(baseDelay * 2 ** (failures - 1), MAX_RESTART_DELAY_MS);
+        logger.warn({ error: (error as Error).message, retryInMs: delay }, 'listing or watching protected pods failed; will retry');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  }
+  const running = run();
 
   return {
     get watchedPods() {
-      return informer.list().length;
+      return pods.size;
     },
     get synced() {
       return synced;
@@ -252,23 +333,15 @@ export async function watchProtectedPods(kubeConfig: k8s.KubeConfig, options: Po
     get resourceVersion() {
       return seenUpTo();
     },
-    reached(resourceVersion) {
-      if (seenUpTo() >= resourceVersion) return Promise.resolve();
-      return new Promise((resolve) => progressWaiters.add({ resourceVersion, resolve }));
+    reached(version) {
+      if (seenUpTo() >= version) return Promise.resolve();
+      return new Promise((resolve) => progressWaiters.add({ resourceVersion: version, resolve }));
     },
     async stop() {
       stopped = true;
-      clearTimeout(restartTimer);
-      await informer.stop();
+      current?.abort();
+      wake?.();
+      await running;
     },
   };
-}
-
-function describeError(error: unknown): string {
-  const status = (error as { statusCode?: unknown; code?: unknown } | null)?.statusCode ?? (error as { code?: unknown } | null)?.code;
-  const cause = (error as { cause?: { message?: unknown } } | null)?.cause?.message;
-  const message = (error as { message?: unknown } | null)?.message;
-  return [typeof status === 'number' ? `HTTP ${status}` : undefined, typeof message === 'string' ? message : String(error), typeof cause === 'string' ? cause : undefined]
-    .filter(Boolean)
-    .join(': ');
 }

@@ -18,7 +18,7 @@ import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { applyPatch, type Operation } from 'rfc6902';
 import type { KubeConfig } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient } from '../../src/certs/kube';
+import { loadKubernetesClient } from '../../src/kube-api/load';
 import { createCertificateAuthority, createServingCertificate } from '../../src/certs/pki';
 import { parseLabelSelector, selects } from './kube/selector';
 import * as status from './kube/status';

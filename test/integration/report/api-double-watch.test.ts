@@ -4,7 +4,7 @@
  * the reporter's tests are only as good as this stand-in.
  */
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient } from '../../../src/certs/kube';
+import { loadKubernetesClient } from '../../../src/kube-api/load';
 import { KubeApiDouble, type KubeObject } from '../../support/kube-api-double';
 import { KubeletSimulator } from '../../support/kube/kubelet';
 
