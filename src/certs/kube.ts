@@ -13,6 +13,12 @@ export type { KubeConnectionOptions } from '../kube-api/load';
 /** Each request gives up after this long without an answer (the reconcile then retries). */
 const REQUEST_TIMEOUT_MS = 10_000;
 
+/**
+ * The Secret's keys. `tls.crt`/`tls.key` make it a valid `kubernetes.io/tls` Secret. Here rather than
+ * beside the certificates' making (./self-managed): `check` reads them too, and must not load node-forge.
+ */
+export const SECRET_KEYS = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt', caKey: 'ca.key', bundle: 'ca-bundle.crt' } as const;
+
 export interface StoredSecret {
   resourceVersion: string;
   /** Decoded `data` (UTF-8 PEM text). */
