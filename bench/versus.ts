@@ -112,8 +112,7 @@ async function checkAnswer(server: RunningServer, body: string, ca: string, serv
 async function main(): Promise<void> {
   const base = flag('base');
   if (base === undefined) throw new Error('--base DIR is required: a checkout of the commit to compare with, built (npm ci)');
-  const baseMain = join(resolve(base), 'dist', 'cli', 'main.js');
-  if (!existsSync(baseMain)) throw new Error(`${baseMain} does not exist: run npm ci (or npm run build) in ${base}`);
+  if (!existsSync(join(resolve(base), 'dist', 'cli', 'main.js'))) throw new Error(`${base}/dist/cli/main.js does not exist: run npm ci (or npm run build) in ${base}`);
   if (spawnSync('wrk', ['--version']).error) throw new Error('wrk is not installed (Debian: apt-get install wrk)');
   const settings: VersusSettings = {
     base: resolve(base),
@@ -146,7 +145,7 @@ async function main(): Promise<void> {
   const servers: { name: string; server: RunningServer }[] = [];
   let contenders: ContenderFigures[];
   try {
-    servers.push({ name: `drainguard ${baseCommit} (base)`, server: await startDrainguard(certs, baseMain) });
+    servers.push({ name: `drainguard ${baseCommit} (base)`, server: await startDrainguard(certs, settings.base) });
     servers.push({ name: `drainguard ${thisCommit} (this checkout)`, server: await startDrainguard(certs) });
     servers.push({ name: 'express fixed answer', server: await startServer('express-fixed', certs, progress) });
     for (const { server } of servers) await checkAnswer(server, body, certs.ca, certs.servername);
