@@ -27,6 +27,8 @@ const LANES = {
   unit: ['test/unit', 'test/property', 'test/golden'],
   // Real processes, sockets, helm, chroots, the drain program natively and under qemu-user.
   system: ['test/integration', 'test/e2e'],
+  // Against the real Kubernetes control plane (test/support/cluster): one test cluster for the run.
+  kube: ['test/kube'],
   // `npm run release`'s folder: the single executables natively and under qemu-user, with the real
   // kubectl and helm. Its own project, so that only a run holding these suites builds the release.
   release: ['test/release'],
@@ -48,6 +50,16 @@ module.exports = {
       roots: LANES.system.map((folder) => `<rootDir>/${folder}`),
       // Builds dist/ and both drain executables (needs the toolchain), once, before any worker.
       globalSetup: '<rootDir>/test/global-setup.ts',
+    },
+    {
+      ...project,
+      displayName: 'kube',
+      roots: LANES.kube.map((folder) => `<rootDir>/${folder}`),
+      // Builds dist/, the drain program and the control plane (test/cluster/go.mod, cached), then starts
+      // one test cluster that every suite of the lane shares; the teardown stops it.
+      globalSetup: '<rootDir>/test/global-setup-kube.ts',
+      globalTeardown: '<rootDir>/test/global-teardown-kube.ts',
+      testTimeout: 120000,
     },
     {
       ...project,

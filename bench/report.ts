@@ -38,6 +38,8 @@ import { createBenchCertificates, type BenchCertificates } from './lib/tls';
 export interface ReportBenchCluster {
   /** A kubeconfig file's content for the reporter. */
   kubeconfig: string;
+  /** The MutatingWebhookConfiguration whose namespaceSelector opts the pods' namespaces in (`--webhook-config-name`). */
+  webhookConfigName: string;
   /** Pod Events created so far. */
   readonly eventsCreated: number;
   /** Milliseconds from each termination written to its pod Event received, in order of arrival. */
@@ -150,6 +152,8 @@ export async function benchReporter(
     '0',
     '--instance',
     'bench-reporter',
+    '--webhook-config-name',
+    stub.webhookConfigName,
   ];
   // Under the chart's memory limit when a cgroup can be had, as in the pod: Node sizes its heap to it.
   const [command, args] = capped

@@ -9,22 +9,28 @@
  *   drainguard-<chart version>.tgz                   `helm package charts/drainguard` (after `helm lint --strict`)
  *   drainguard.yaml                                  the krew plugin manifest, pointing at the release's archives
  *   SHA256SUMS                                       `sha256sum --check` format, for every file above
+ *   envoy-shutdown-image/                            the drain program's image (linux/amd64, linux/arm64) as an
+ *                                                    OCI image layout, for `crane push`; the packaged chart pins
+ *                                                    its digest (content-addressed, so not in SHA256SUMS)
  *
  * `--if-changed` rebuilds an executable or archive only when its inputs changed (what the tests use);
  * without it everything is built anew. Archives are reproducible: sorted, owner 0, mtime from
  * SOURCE_DATE_EPOCH or the last commit, gzip without a name or time.
  */
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { VERSION } from '../src/version';
 import { CHART_DIR, helm } from '../test/support/helm';
 import { REPO_ROOT } from '../test/support/repo';
+import { DRAIN_IMAGE_REPOSITORY } from '../src/config/defaults';
+import { buildShutdownIfStale, shutdownExecutable } from '../test/support/drain-executables';
 import { buildCliExecutable, bundleCli } from './cli-executable';
+import { buildDrainImage, craneBinary, DRAIN_IMAGE_LAYOUT, readDrainImageLayout } from './drain-image';
 import { krewManifest } from './krew';
+import { reproducibleTarFlags, run, sha256File, sourceDateEpoch } from './files';
 import { thirdPartyNotices } from './notices';
 import { CACHE, hostArch, pinnedNode, RELEASE_ARCHES, type ReleaseArch } from './pinned-node';
 
@@ -68,52 +74,13 @@ export interface ReleaseOptions {
 }
 
 /**
- * SHA-256 of a file, remembered with its size and modification time: an unchanged executable is not
- * read again (hashing the four large files on every `--if-changed` run costs seconds on a busy machine).
- */
-const FILE_HASHES = join(CACHE, 'file-hashes.json');
-type FileHashes = Record<string, { size: number; mtimeMs: number; sha256: string }>;
-let fileHashes: FileHashes | undefined;
-function sha256File(file: string): string {
-  fileHashes ??= existsSync(FILE_HASHES) ? (JSON.parse(readFileSync(FILE_HASHES, 'utf8')) as FileHashes) : {};
-  const { size, mtimeMs } = statSync(file);
-  const known = fileHashes[file];
-  if (known && known.size === size && known.mtimeMs === mtimeMs) return known.sha256;
-  const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
-  fileHashes[file] = { size, mtimeMs, sha256 };
-  mkdirSync(CACHE, { recursive: true });
-  writeFileSync(FILE_HASHES, JSON.stringify(fileHashes));
-  return sha256;
-}
-
-function run(command: string[], cwd = REPO_ROOT): void {
-  const [file, ...args] = command;
-  const result = spawnSync(file!, args, { cwd, encoding: 'utf8' });
-  if (result.error) throw result.error;
-  if (result.status !== 0) throw new Error(`${command.join(' ')} exited ${result.status ?? result.signal}:\n${result.stdout}${result.stderr}`);
-}
-
-/** Seconds since the epoch that every archive entry carries: SOURCE_DATE_EPOCH, else the last commit's time. */
-function sourceDateEpoch(): string {
-  const given = process.env.SOURCE_DATE_EPOCH;
-  if (given !== undefined) {
-    if (!/^\d+$/.test(given)) throw new Error(`SOURCE_DATE_EPOCH must be a whole number of seconds, not ${JSON.stringify(given)}`);
-    return given;
-  }
-  const commit = spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: REPO_ROOT, encoding: 'utf8' });
-  if (commit.status !== 0 || !/^\d+\n$/.test(commit.stdout)) throw new Error('no git commit to date the archives by: set SOURCE_DATE_EPOCH');
-  return commit.stdout.trim();
-}
-
-/**
  * `name` in `out`, a reproducible .tar.gz of `files` (entry → source and mode; entries in byte order),
  * rebuilt when a source changed.
  */
 function buildArchive(out: string, name: string, files: Record<string, { source: string; mode: number }>, ifChanged: boolean): boolean {
   const target = join(out, name);
-  const epoch = sourceDateEpoch();
   const entries = Object.keys(files).sort();
-  const tarFlags = ['--owner=0', '--group=0', '--numeric-owner', `--mtime=@${epoch}`, '--format=ustar'];
+  const tarFlags = reproducibleTarFlags(sourceDateEpoch());
   // -6 (gzip's default): 0.6 % larger than -9 on the executables, in well under half the time.
   const gzipFlags = ['-n', '-6'];
   const inputs = JSON.stringify({ tarFlags, gzipFlags, files: entries.map((entry) => [entry, files[entry]!.mode, sha256File(files[entry]!.source)]) });
@@ -141,11 +108,44 @@ function buildArchive(out: string, name: string, files: Record<string, { source:
   }
 }
 
+/**
+ * The values.yaml of the packaged chart: the repository's, with drainImage.digest set to the drain image
+ * built for this release, so the chart a user installs pins the image the release publishes. Only that
+ * line changes (the comments stay); the result is read back and must differ from the original in
+ * exactly that value.
+ */
+export function valuesWithDrainDigest(text: string, digest: string): string {
+  const stamped = text.replace(/^(drainImage:\n(?:(?:[ \t]+.*)?\n)*?[ \t]+digest: )""[ \t]*$/m, `$1"${digest}"`);
+  const before = parse(text) as { drainImage?: Record<string, unknown> };
+  const after = parse(stamped) as { drainImage?: Record<string, unknown> };
+  const expected = { ...before, drainImage: { ...before.drainImage, digest } };
+  if (before.drainImage?.digest !== '' || JSON.stringify(after) !== JSON.stringify(expected)) {
+    throw new Error('charts/drainguard/values.yaml must hold drainImage.digest: "" for the release to write the drain image\'s digest into');
+  }
+  return stamped;
+}
+
+/** `helm package` of a copy of the chart whose values pin the drain image by `digest`. */
+function packageChart(out: string, digest: string): void {
+  const staging = join(CACHE, `chart-staging-${process.pid}`);
+  const chart = join(staging, chartMetadata().name);
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  try {
+    cpSync(CHART_DIR, chart, { recursive: true });
+    writeFileSync(join(chart, 'values.yaml'), valuesWithDrainDigest(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8'), digest));
+    const packaged = helm(['package', chart, '--destination', out]);
+    if (packaged.status !== 0 || !existsSync(join(out, chartPackageName()))) throw new Error(`helm package failed:\n${packaged.stdout}${packaged.stderr}`);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
 /** The release folder: made, or refused when it holds files this script did not make. */
 function prepareOut(out: string): void {
   mkdirSync(out, { recursive: true });
   const present = readdirSync(out);
-  const ours = new Set(releaseFiles());
+  const ours = new Set([...releaseFiles(), DRAIN_IMAGE_LAYOUT]);
   const foreign = present.filter((name) => !ours.has(name));
   if (foreign.length === 0) return;
   // A folder this script made (it has SHA256SUMS) loses the files of an older release; any other is left alone.
@@ -183,9 +183,18 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<string
     if (buildArchive(out, archiveName(arch), archive, ifChanged)) log(`${archiveName(arch)}: archived`);
   }
 
-  log('helm package');
-  const packaged = helm(['package', CHART_DIR, '--destination', out]);
-  if (packaged.status !== 0 || !existsSync(join(out, chartPackageName()))) throw new Error(`helm package failed:\n${packaged.stdout}${packaged.stderr}`);
+  log('the drain program (npm run build:shutdown, each architecture when its inputs changed)');
+  buildShutdownIfStale(log);
+  const drainImage = await buildDrainImage({
+    out,
+    executables: Object.fromEntries(RELEASE_ARCHES.map((arch) => [arch, shutdownExecutable(arch)])) as Record<ReleaseArch, string>,
+    epoch: sourceDateEpoch(),
+    ifChanged,
+    log,
+  });
+
+  log(`helm package (drainImage.digest ${drainImage.digest})`);
+  packageChart(out, drainImage.digest);
 
   const base = downloadBase();
   writeFileSync(
@@ -213,10 +222,15 @@ export async function buildRelease(options: ReleaseOptions = {}): Promise<string
 
 function describe(out: string): string {
   const rows = releaseFiles().map((name) => `  ${(statSync(join(out, name)).size / 1e6).toFixed(1).padStart(7)} MB  ${name}`);
+  const image = readDrainImageLayout(join(out, DRAIN_IMAGE_LAYOUT));
+  const at = (path: string) => relative(process.cwd(), path);
   return (
-    `${relative(process.cwd(), out) || '.'}:\n${rows.join('\n')}\n\n` +
-    `Publish: upload every file to the GitHub release v${VERSION} (${downloadBase()}/...), then\n` +
-    `  helm push ${relative(process.cwd(), join(out, chartPackageName()))} ${CHART_OCI_REPOSITORY}\n`
+    `${at(out) || '.'}:\n${rows.join('\n')}\n` +
+    `  ${DRAIN_IMAGE_LAYOUT}/  the drain image ${image.digest} (${image.manifests.map((m) => m.platform).join(', ')})\n\n` +
+    'Publish, in this order (the chart pins the image, so the image goes first):\n' +
+    `  ${at(craneBinary())} push ${at(image.layout)} ${DRAIN_IMAGE_REPOSITORY}:${VERSION}    # prints ${DRAIN_IMAGE_REPOSITORY}@${image.digest}\n` +
+    `  upload every other file to the GitHub release v${VERSION} (${downloadBase()}/...)\n` +
+    `  helm push ${at(join(out, chartPackageName()))} ${CHART_OCI_REPOSITORY}\n`
   );
 }
 

@@ -30,6 +30,13 @@ export interface OpenListener {
   connections: number;
 }
 
+/** A UDP proxy that still held sessions when the drain ended. */
+export interface OpenUdpProxy {
+  /** The stat prefix of `udp.<prefix>.downstream_sess_active` (e.g. `dns`, Envoy Gateway's `udproute/ns/name/rule/0`). */
+  name: string;
+  sessions: number;
+}
+
 interface RecordBase {
   /** The drain program's version. */
   version: string;
@@ -55,6 +62,17 @@ export interface FinishedRecord extends RecordBase {
   openListeners: OpenListener[];
   /** Open listeners left out of `openListeners` to stay within DRAIN_RECORD_MAX_BYTES. */
   openListenersOmitted: number;
+  /**
+   * UDP sessions (of UDP proxies) at the start and at the end; null: never known. The drain waits for
+   * connections and sessions together. Absent in records of drain programs that did not count them
+   * yet: the reader keeps that apart from 0.
+   */
+  udpSessionsAtStart?: number | null;
+  udpSessionsAtEnd?: number | null;
+  /** The UDP proxies still holding sessions at the end, most sessions first. */
+  openUdpProxies?: OpenUdpProxy[];
+  /** Open UDP proxies left out of `openUdpProxies` to stay within DRAIN_RECORD_MAX_BYTES. */
+  openUdpProxiesOmitted?: number;
   /** When Envoy's health check was failed, in ms after the start; null: it never was. */
   healthcheckFailedAtMs: number | null;
   /** `x.y.z`, or `unknown` when `/server_info` gave no usable version. */
@@ -116,30 +134,49 @@ function wireForm(record: DrainRecord): Record<string, unknown> {
   return { format: DRAIN_RECORD_FORMAT, ...record };
 }
 
+/** An open listener or UDP proxy, as the encoder trims them: the fewest first to go, whichever kind. */
+type OpenEntry = { kind: 'listener'; entry: OpenListener; count: number } | { kind: 'udp'; entry: OpenUdpProxy; count: number };
+
 /**
  * The record as one line of JSON of at most `maxBytes` (DRAIN_RECORD_MAX_BYTES). When the open
- * listeners do not all fit, those with the fewest connections are left out and counted in
- * `openListenersOmitted`; everything else always fits (the rest of a record is under 400 bytes).
+ * listeners and UDP proxies do not all fit, those with the fewest connections or sessions are left out
+ * and counted in `openListenersOmitted` and `openUdpProxiesOmitted`; everything else always fits (the
+ * rest of a record is under 520 bytes).
  */
 export function encodeDrainRecord(record: DrainRecord, maxBytes: number = DRAIN_RECORD_MAX_BYTES): string {
   if (record.state === 'started') return JSON.stringify(wireForm(record));
-  const listeners = record.openListeners
-    .map((listener) => ({ name: recordListenerName(listener.name), connections: listener.connections }))
-    .sort((a, b) => b.connections - a.connections || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const omittedBefore = record.openListenersOmitted;
-  // Each listener costs at least its JSON; start from an upper estimate and remove until it fits, so
-  // the loop runs once per listener at most.
-  let kept = listeners.length;
-  for (;;) {
-    const text = JSON.stringify(
-      wireForm({ ...record, openListeners: listeners.slice(0, kept), openListenersOmitted: omittedBefore + listeners.length - kept }),
+  const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  const entries: OpenEntry[] = [
+    ...record.openListeners.map((l): OpenEntry => ({ kind: 'listener', entry: { name: recordListenerName(l.name), connections: l.connections }, count: l.connections })),
+    ...(record.openUdpProxies ?? []).map((u): OpenEntry => ({ kind: 'udp', entry: { name: recordListenerName(u.name), sessions: u.sessions }, count: u.sessions })),
+  ].sort((a, b) => b.count - a.count || byName(a.entry, b.entry));
+  const udpCounted = record.openUdpProxies !== undefined;
+  const render = (kept: number): string => {
+    const keptEntries = entries.slice(0, kept);
+    const listeners = keptEntries.flatMap((e) => (e.kind === 'listener' ? [e.entry] : []));
+    const udp = keptEntries.flatMap((e) => (e.kind === 'udp' ? [e.entry] : []));
+    const dropped = entries.slice(kept);
+    const droppedUdp = dropped.filter((e) => e.kind === 'udp').length;
+    return JSON.stringify(
+      wireForm({
+        ...record,
+        openListeners: listeners,
+        openListenersOmitted: record.openListenersOmitted + dropped.length - droppedUdp,
+        ...(udpCounted ? { openUdpProxies: udp, openUdpProxiesOmitted: (record.openUdpProxiesOmitted ?? 0) + droppedUdp } : {}),
+      }),
     );
+  };
+  // Each entry costs at least its JSON; start from all of them and remove until it fits, so the loop
+  // runs once per entry at most.
+  let kept = entries.length;
+  for (;;) {
+    const text = render(kept);
     if (utf8Length(text) <= maxBytes || kept === 0) return text;
-    // Remove enough listeners to cover the excess in one step, at least one.
+    // Remove enough entries to cover the excess in one step, at least one.
     let excess = utf8Length(text) - maxBytes;
     while (kept > 0 && excess > 0) {
       kept--;
-      excess -= utf8Length(JSON.stringify(listeners[kept])) + 1;
+      excess -= utf8Length(JSON.stringify((entries[kept] as OpenEntry).entry)) + 1;
     }
   }
 }
@@ -181,15 +218,33 @@ const oneOf =
 
 const MAX_OPEN_LISTENERS = DRAIN_RECORD_MAX_BYTES; // each takes more than one byte: a bound, never reached
 
-function readListeners(value: unknown): OpenListener[] {
-  if (!Array.isArray(value) || value.length > MAX_OPEN_LISTENERS) throw new Unreadable('openListeners must be a list');
+/** A list of `{name, <countKey>}` entries: open listeners (`connections`) or open UDP proxies (`sessions`). */
+function readOpen<K extends 'connections' | 'sessions'>(value: unknown, list: string, countKey: K, named: string): Array<{ name: string } & Record<K, number>> {
+  if (!Array.isArray(value) || value.length > MAX_OPEN_LISTENERS) throw new Unreadable(`${list} must be a list`);
   return value.map((entry: unknown) => {
-    if (!isPlainObject(entry)) throw new Unreadable('openListeners must hold {name, connections} objects');
-    return {
-      name: field(entry, 'name', text(LISTENER_NAME_TEXT), `a listener name of printable characters, at most ${MAX_LISTENER_NAME_LENGTH}`),
-      connections: field(entry, 'connections', countUpTo(MAX_CONNECTIONS), 'a whole number of connections'),
-    };
+    if (!isPlainObject(entry)) throw new Unreadable(`${list} must hold {name, ${countKey}} objects`);
+    const name = field(entry, 'name', text(LISTENER_NAME_TEXT), `${named} of printable characters, at most ${MAX_LISTENER_NAME_LENGTH}`);
+    const count = field(entry, countKey, countUpTo(MAX_CONNECTIONS), `a whole number of ${countKey}`);
+    return { name, [countKey]: count } as { name: string } & Record<K, number>;
   });
+}
+
+const readListeners = (value: unknown): OpenListener[] => readOpen(value, 'openListeners', 'connections', 'a listener name');
+const readUdpProxies = (value: unknown): OpenUdpProxy[] => readOpen(value, 'openUdpProxies', 'sessions', 'a stat prefix');
+
+const UDP_FIELDS = ['udpSessionsAtStart', 'udpSessionsAtEnd', 'openUdpProxies', 'openUdpProxiesOmitted'] as const;
+
+/** The UDP fields: all four or none (a program that did not count UDP sessions); never some. */
+function readUdp(parsed: Record<string, unknown>): Pick<FinishedRecord, (typeof UDP_FIELDS)[number]> {
+  const present = UDP_FIELDS.filter((key) => Object.prototype.hasOwnProperty.call(parsed, key));
+  if (present.length === 0) return {};
+  if (present.length < UDP_FIELDS.length) throw new Unreadable(`${UDP_FIELDS.filter((key) => !present.includes(key)).join(', ')} must be given with ${present.join(', ')}`);
+  return {
+    udpSessionsAtStart: field(parsed, 'udpSessionsAtStart', countOrNull(MAX_CONNECTIONS), 'a whole number of sessions or null'),
+    udpSessionsAtEnd: field(parsed, 'udpSessionsAtEnd', countOrNull(MAX_CONNECTIONS), 'a whole number of sessions or null'),
+    openUdpProxies: readUdpProxies(parsed.openUdpProxies),
+    openUdpProxiesOmitted: field(parsed, 'openUdpProxiesOmitted', countUpTo(MAX_CONNECTIONS), 'a whole number'),
+  };
 }
 
 /**
@@ -228,6 +283,7 @@ export function readDrainRecord(message: string | undefined | null): DrainRecord
       connectionsAtEnd: field(parsed, 'connectionsAtEnd', countOrNull(MAX_CONNECTIONS), 'a whole number of connections or null'),
       openListeners: readListeners(parsed.openListeners),
       openListenersOmitted: field(parsed, 'openListenersOmitted', countUpTo(MAX_CONNECTIONS), 'a whole number'),
+      ...readUdp(parsed),
       healthcheckFailedAtMs: field(parsed, 'healthcheckFailedAtMs', countOrNull(MAX_DURATION_MS), 'a whole number of milliseconds or null'),
       envoyVersion: field(parsed, 'envoyVersion', text(ENVOY_VERSION_TEXT), 'x.y.z or unknown'),
     };

@@ -44,6 +44,41 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return leftKeys === rightKeys;
 }
 
+/**
+ * Whether `actual` holds everything `expected` holds: every scalar equal, every field of an object
+ * present (fields only `actual` has are allowed), every element of a list; a list whose elements all
+ * carry a `name` is matched by name (elements only `actual` has are allowed), any other list element by
+ * element, at the same length. How drainguard recognises what it wrote once the API server has stored
+ * it: kube-apiserver defaults fields inside it (a container's terminationMessagePath, a probe's
+ * scheme), and an admission plugin may add to its lists (the ServiceAccount token's mount).
+ */
+export function jsonCovers(actual: unknown, expected: unknown): boolean {
+  if (actual === expected) return true;
+  if (typeof actual !== 'object' || typeof expected !== 'object' || actual === null || expected === null) return false;
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return false;
+    if (expected.length > 0 && expected.every(hasName)) {
+      return expected.every((item) => {
+        const name = (item as JsonObject).name;
+        const match = actual.find((candidate) => hasName(candidate) && (candidate as JsonObject).name === name);
+        return match !== undefined && jsonCovers(match, item);
+      });
+    }
+    if (actual.length !== expected.length) return false;
+    for (let i = 0; i < expected.length; i += 1) if (!jsonCovers(actual[i], expected[i])) return false;
+    return true;
+  }
+  if (Array.isArray(actual)) return false;
+  const have = actual as JsonObject;
+  const want = expected as JsonObject;
+  for (const key of Object.keys(want)) if (want[key] !== undefined && !jsonCovers(have[key], want[key])) return false;
+  return true;
+}
+
+function hasName(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as JsonObject).name === 'string';
+}
+
 /** Deep copy of a JSON value built from plain literals of the current realm. */
 export function cloneJson<T>(value: T): T {
   if (typeof value !== 'object' || value === null) return value;

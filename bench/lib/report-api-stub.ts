@@ -11,6 +11,9 @@
  * Envoy's termination with a drain record in its message, the final DELETED, and the DaemonSet's new
  * pod, so the number of watched pods stays `podCount`. The stub records when it wrote each termination
  * and when the pod's Event arrived: the report latency. HTTPS with the benchmark's CA, Bearer token.
+ * The reporter's scope is answered too: the MutatingWebhookConfiguration `STUB_WEBHOOK_CONFIGURATION`
+ * (asked by name), whose namespaceSelector selects every namespace labelled `OPT_IN`, and the pods'
+ * namespaces, all labelled so; their watches stay open and quiet.
  * (The tests' API double in test/support is richer; bench/ imports nothing from test/.)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -28,6 +31,9 @@ import { readBody, send, statusBody } from './kube-api-stub';
 import type { BenchCertificates } from './tls';
 
 const SELECTOR = 'drainguard.io/protected=true';
+/** The webhook configuration the reporter is started with (`--webhook-config-name`). */
+export const STUB_WEBHOOK_CONFIGURATION = 'drainguard-bench';
+const OPT_IN = { 'drainguard.io/inject': 'enabled' };
 const NAMESPACES = 50;
 /** Watch events kept for watches that resume (kube-apiserver keeps about 75 s of them). */
 const HISTORY = 20_000;
@@ -50,6 +56,7 @@ export interface ReportApiStub {
   port: number;
   /** A kubeconfig file's content for this stub. */
   kubeconfig: string;
+  webhookConfigName: string;
   /** Pod Events created so far. */
   readonly eventsCreated: number;
   /** Milliseconds from each termination written to its pod Event received, in order of arrival. */
@@ -68,6 +75,8 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
   const pods = new Map<string, Json>();
   const order: string[] = [];
   const watches = new Set<ServerResponse>();
+  /** The scope's watches (webhook configuration, namespaces): open, never written to. */
+  const quietWatches = new Set<ServerResponse>();
   const eventNames = new Set<string>();
   const terminatedAt = new Map<string, number>();
   const latencies: number[] = [];
@@ -145,6 +154,23 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
     send(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata, items });
   };
 
+  /** The webhook configuration (by name) and the namespaces, as lists; undefined for any other path. */
+  const scopeList = (url: URL): Json | undefined => {
+    const metadata = { resourceVersion: String(resourceVersion) };
+    if (url.pathname === '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations') {
+      const named = url.searchParams.get('fieldSelector') === `metadata.name=${STUB_WEBHOOK_CONFIGURATION}`;
+      const configuration = { metadata: { name: STUB_WEBHOOK_CONFIGURATION, uid: 'webhook-uid', resourceVersion: '1' }, webhooks: [{ name: 'pods.drainguard.io', namespaceSelector: { matchLabels: OPT_IN } }] };
+      return { kind: 'MutatingWebhookConfigurationList', apiVersion: 'admissionregistration.k8s.io/v1', metadata, items: named ? [configuration] : [] };
+    }
+    if (url.pathname === '/api/v1/namespaces') {
+      const items = Array.from({ length: NAMESPACES }, (_, index) => ({
+        metadata: { name: `ns-${index}`, uid: `ns-uid-${index}`, resourceVersion: '1', labels: { 'kubernetes.io/metadata.name': `ns-${index}`, ...OPT_IN } },
+      }));
+      return { kind: 'NamespaceList', apiVersion: 'v1', metadata, items };
+    }
+    return undefined;
+  };
+
   const server: Server = createServer({ cert: readFileSync(certs.certPath), key: readFileSync(certs.keyPath) }, (req, res) => void handle(req, res));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'https://stub');
@@ -162,6 +188,16 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
       for (const entry of history) if (entry.resourceVersion > from) res.write(entry.line);
       watches.add(res);
       res.once('close', () => watches.delete(res));
+      return;
+    }
+    const scope = scopeList(url);
+    if (req.method === 'GET' && scope) {
+      if (url.searchParams.get('watch') !== 'true') return send(res, 200, scope);
+      // Nothing in the reporter's scope changes during a benchmark: the watch stays open and quiet.
+      res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+      res.flushHeaders();
+      quietWatches.add(res);
+      res.once('close', () => quietWatches.delete(res));
       return;
     }
     const event = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(url.pathname);
@@ -202,6 +238,7 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
 
   return {
     port,
+    webhookConfigName: STUB_WEBHOOK_CONFIGURATION,
     kubeconfig: JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
@@ -253,7 +290,7 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
       write(replacement, 'ADDED');
     },
     async close() {
-      for (const res of watches) res.end();
+      for (const res of [...watches, ...quietWatches]) res.end();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

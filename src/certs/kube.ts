@@ -5,8 +5,9 @@
  * (credentials applied by client-node's KubeConfig), which a long-running server needs: the typed
  * client would cost the webhook about 55 MiB of memory for these four requests (src/kube-api/load.ts).
  */
-import { KubeApiClient, segment, statusMessage, type KubeAnswer } from '../kube-api/client';
-import { kubeConfigFor, type KubeConnectionOptions } from '../kube-api/load';
+import { segment } from '../kube-api/client';
+import { answerFailure, succeeded } from '../kube-api/failure';
+import { kubeApiClientFor, type KubeConnectionOptions } from '../kube-api/load';
 
 export type { KubeConnectionOptions } from '../kube-api/load';
 
@@ -46,19 +47,8 @@ function decode(data: Record<string, string> | undefined): Record<string, string
   return Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
 
-/** An answer other than 2xx or the statuses a caller expects, as an error naming the request. */
-class KubeApiError extends Error {
-  constructor(what: string, answer: KubeAnswer) {
-    const message = statusMessage(answer.text);
-    super(`${what}: HTTP ${answer.status}${message !== '' ? ` (${message})` : ''}`);
-    this.name = 'KubeApiError';
-  }
-}
-
-const ok = (answer: KubeAnswer) => answer.status >= 200 && answer.status < 300;
-
 export async function kubernetesSecretStore(options: KubeConnectionOptions, target: { namespace: string; name: string }): Promise<SecretStore> {
-  const client = new KubeApiClient(await kubeConfigFor(options), REQUEST_TIMEOUT_MS);
+  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
   const { namespace, name } = target;
   const collection = `/api/v1/namespaces/${segment(namespace)}/secrets`;
   const path = `${collection}/${segment(name)}`;
@@ -78,21 +68,21 @@ export async function kubernetesSecretStore(options: KubeConnectionOptions, targ
     async read() {
       const answer = await client.request('GET', path);
       if (answer.status === 404) return null;
-      if (!ok(answer)) throw new KubeApiError(`get secret ${namespace}/${name}`, answer);
+      if (!succeeded(answer.status)) throw answerFailure(`get secret ${namespace}/${name}`, answer);
       const secret = JSON.parse(answer.text) as { metadata?: { resourceVersion?: string }; data?: Record<string, string> };
       return { resourceVersion: secret.metadata?.resourceVersion ?? '', data: decode(secret.data) };
     },
     async create(data) {
       const answer = await client.request('POST', collection, body(data));
       if (answer.status === 409) return 'conflict';
-      if (!ok(answer)) throw new KubeApiError(`create secret ${namespace}/${name}`, answer);
+      if (!succeeded(answer.status)) throw answerFailure(`create secret ${namespace}/${name}`, answer);
       return 'created';
     },
     async replace(data, resourceVersion) {
       const answer = await client.request('PUT', path, body(data, resourceVersion));
       // 409: another replica wrote first; 404: it was deleted. Either way: re-read and decide again.
       if (answer.status === 409 || answer.status === 404) return 'conflict';
-      if (!ok(answer)) throw new KubeApiError(`replace secret ${namespace}/${name}`, answer);
+      if (!succeeded(answer.status)) throw answerFailure(`replace secret ${namespace}/${name}`, answer);
       return 'replaced';
     },
   };
@@ -106,7 +96,7 @@ const MAX_PATCH_ATTEMPTS = 5;
  * makes the API server reject it (409/422) instead of patching the wrong array element; then re-read.
  */
 export async function kubernetesCaBundlePublisher(options: KubeConnectionOptions, webhookConfigurationName: string): Promise<CaBundlePublisher> {
-  const client = new KubeApiClient(await kubeConfigFor(options), REQUEST_TIMEOUT_MS);
+  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
   const name = webhookConfigurationName;
   const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${segment(name)}`;
   return {
@@ -114,7 +104,7 @@ export async function kubernetesCaBundlePublisher(options: KubeConnectionOptions
       const caBundle = Buffer.from(bundlePem).toString('base64');
       for (let attempt = 1; ; attempt++) {
         const read = await client.request('GET', path);
-        if (!ok(read)) throw new KubeApiError(`get mutatingwebhookconfiguration ${name}`, read);
+        if (!succeeded(read.status)) throw answerFailure(`get mutatingwebhookconfiguration ${name}`, read);
         const current = JSON.parse(read.text) as { metadata?: { resourceVersion?: string }; webhooks?: { name: string; clientConfig?: { caBundle?: string } }[] };
         const webhooks = current.webhooks ?? [];
         const stale = webhooks.flatMap((webhook, index) => (webhook.clientConfig?.caBundle === caBundle ? [] : [index]));
@@ -127,9 +117,9 @@ export async function kubernetesCaBundlePublisher(options: KubeConnectionOptions
           ]),
         ];
         const answer = await client.request('PATCH', path, patch, 'application/json-patch+json');
-        if (ok(answer)) return stale.length;
+        if (succeeded(answer.status)) return stale.length;
         if ((answer.status === 409 || answer.status === 422) && attempt < MAX_PATCH_ATTEMPTS) continue;
-        throw new KubeApiError(`patch mutatingwebhookconfiguration ${name}`, answer);
+        throw answerFailure(`patch mutatingwebhookconfiguration ${name}`, answer);
       }
     },
   };

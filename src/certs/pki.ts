@@ -63,6 +63,15 @@ function baseCertificate(commonName: string, { now, validityDays }: ValidityOpti
   return { cert, keys };
 }
 
+/**
+ * PEM with LF line ends, as Node writes keys and as a bundle read back is joined (inspect.ts): forge
+ * writes CRLF, and a self-mode replica that adopted the Secret published the same CA with other bytes,
+ * patching the webhook configuration on every start.
+ */
+function certificatePem(cert: forge.pki.Certificate): string {
+  return forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n');
+}
+
 export function createCertificateAuthority(commonName: string, validity: ValidityOptions): KeyPairPem {
   const { cert, keys } = baseCertificate(commonName, validity);
   cert.setIssuer(cert.subject.attributes);
@@ -72,7 +81,7 @@ export function createCertificateAuthority(commonName: string, validity: Validit
     { name: 'subjectKeyIdentifier' },
   ]);
   cert.sign(nativeSigner(keys.privateKey), forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: keys.privateKey };
+  return { cert: certificatePem(cert), key: keys.privateKey };
 }
 
 /** A server certificate for `names` (DNS names or IP addresses), signed by `ca`. The first name is the CN. */
@@ -95,7 +104,7 @@ export function createServingCertificate(ca: KeyPairPem, names: string[], validi
     { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
   ]);
   cert.sign(nativeSigner(ca.key), forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: keys.privateKey };
+  return { cert: certificatePem(cert), key: keys.privateKey };
 }
 
 /** The DNS names kube-apiserver may use to reach a Service (it uses `service.ns.svc`). */

@@ -5,15 +5,17 @@
  * - create-if-absent: a replica that loses the create race (409) re-reads and adopts the winner's keys;
  * - every change is a replace carrying the resourceVersion it was based on; a 409 means re-read and decide
  *   again, so concurrent renewals end with a single new CA;
- * - renewal happens `renewBeforeDays` ahead of expiry with a fresh CA; the bundle keeps every older CA
+ * - renewal happens `renewBeforeMs` ahead of expiry with a fresh CA; the bundle keeps every older CA
  *   until it expires, so the API server trusts certificates still served by replicas that have not yet
- *   picked up the new Secret;
+ *   picked up the new Secret; a Secret issued afresh because the old one is gone or unusable keeps the
+ *   CAs this replica last published, for the same reason;
  * - the bundle is written to the Secret first, then to the webhook configuration, and only then does the
  *   server switch certificates.
  */
 import { createCertificateAuthority, createServingCertificate, serviceDnsNames, type KeyPairPem } from './pki';
 import { checkKeyPair, issuedFor, joinPemBundle, notAfter, splitPemBundle } from './inspect';
 import { SECRET_KEYS, type CaBundlePublisher, type SecretStore } from './kube';
+import { DEFAULT_RENEW_BEFORE_MS, DEFAULT_VALIDITY_MS } from './lifetimes';
 
 export { SECRET_KEYS } from './kube';
 
@@ -22,8 +24,10 @@ export interface SelfManagedOptions {
   serviceName: string;
   store: SecretStore;
   publisher: CaBundlePublisher;
-  validityDays?: number;
-  renewBeforeDays?: number;
+  /** How long the CA and the serving certificate are valid (default 365 days). */
+  validityMs?: number;
+  /** How long before either expires both are issued anew (default 30 days). */
+  renewBeforeMs?: number;
   /** Injectable clock: renewal is tested by moving time, not by waiting. */
   now?: () => Date;
 }
@@ -47,15 +51,17 @@ interface SecretState {
 }
 
 export class SelfManagedCertificates {
-  private readonly validityDays: number;
-  private readonly renewBeforeDays: number;
+  private readonly validityMs: number;
+  readonly renewBeforeMs: number;
   private readonly now: () => Date;
   readonly dnsNames: string[];
+  /** The CA bundle this replica last published: kept when the Secret has to be issued afresh. */
+  private published: string[] = [];
 
   constructor(private readonly options: SelfManagedOptions) {
-    this.validityDays = options.validityDays ?? 365;
-    this.renewBeforeDays = options.renewBeforeDays ?? 30;
-    if (this.renewBeforeDays >= this.validityDays) throw new Error('renewBeforeDays must be less than validityDays');
+    this.validityMs = options.validityMs ?? DEFAULT_VALIDITY_MS;
+    this.renewBeforeMs = options.renewBeforeMs ?? DEFAULT_RENEW_BEFORE_MS;
+    if (this.renewBeforeMs >= this.validityMs) throw new Error('the renewal must come before the certificates expire (renewBeforeMs < validityMs)');
     this.now = options.now ?? (() => new Date());
     this.dnsNames = serviceDnsNames(options.serviceName, options.namespace);
   }
@@ -79,15 +85,19 @@ export class SelfManagedCertificates {
         }
       } else {
         const fresh = this.issue(now);
-        // Keep every CA that may still be in use (a previous generation) until it expires.
-        const previous = stored ? unexpired(splitPemBundle(stored.data[SECRET_KEYS.bundle] ?? ''), now) : [];
-        const bundle = [fresh.ca.cert, ...previous.filter((pem) => !samePem(pem, fresh.ca.cert))];
+        // Keep every CA that may still be in use until it expires: the Secret's previous generations, and
+        // the CAs this replica published (the Secret may be gone, deleted to force a new CA: the replicas
+        // still serve certificates of the old one until they pick up the new).
+        const previous = unexpired([...(stored ? splitPemBundle(stored.data[SECRET_KEYS.bundle] ?? '') : []), ...this.published], now);
+        const bundle = [fresh.ca.cert];
+        for (const pem of previous) if (!bundle.some((kept) => samePem(kept, pem))) bundle.push(pem);
         const data = toSecretData({ ...fresh, bundle });
         const outcome = stored ? await store.replace(data, stored.resourceVersion) : await store.create(data);
         if (outcome === 'conflict') continue;
         material = { serving: fresh.serving, ca: fresh.ca.cert, caBundle: joinPemBundle(bundle), action: stored ? 'renewed' : 'created' };
       }
       await publisher.publish(material.caBundle);
+      this.published = splitPemBundle(material.caBundle);
       return material;
     }
     throw new Error(`Secret ${this.options.namespace}: still conflicting after ${MAX_ATTEMPTS} attempts`);
@@ -107,12 +117,12 @@ export class SelfManagedCertificates {
   }
 
   private dueForRenewal(state: SecretState, now: Date): boolean {
-    const renewAt = (pem: string) => notAfter(pem).getTime() - this.renewBeforeDays * DAY_MS;
+    const renewAt = (pem: string) => notAfter(pem).getTime() - this.renewBeforeMs;
     return now.getTime() >= Math.min(renewAt(state.serving.cert), renewAt(state.ca.cert));
   }
 
   private issue(now: Date): { ca: KeyPairPem; serving: KeyPairPem } {
-    const validity = { now, validityDays: this.validityDays };
+    const validity = { now, validityDays: this.validityMs / DAY_MS };
     const ca = createCertificateAuthority(`drainguard-ca@${Math.floor(now.getTime() / 1000)}`, validity);
     return { ca, serving: createServingCertificate(ca, this.dnsNames, validity) };
   }

@@ -9,6 +9,7 @@
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { loadKubernetesClient, requestTimeoutOptions } from '../kube-api/load';
 import type { Pod } from '../mutate';
+import type { NodeInfoView } from './image-volumes';
 import { DRAIN_EVENT_LABEL, DRAIN_SUMMARY_ANNOTATION, readSummary, type DrainSummary } from '../report/drain-event';
 
 /** What was asked of the API server, in RBAC's terms. */
@@ -44,7 +45,7 @@ export class ClusterAccessError extends Error {
   }
 }
 
-const CLUSTER_SCOPED = new Set(['namespaces', 'mutatingwebhookconfigurations']);
+const CLUSTER_SCOPED = new Set(['namespaces', 'nodes', 'mutatingwebhookconfigurations']);
 
 /** `list pods in namespace "x"`, `get deployments.apps "drainguard" in namespace "y"`, `list pods in all namespaces`. */
 export function describeRequest(request: ReadRequest): string {
@@ -123,6 +124,8 @@ export interface ClusterReader {
    * stays bounded by the page size on large clusters. Answers how many pods there were.
    */
   eachPodPage(namespace: string | undefined, visit: (pods: PodPage) => void): Promise<Read<number>>;
+  /** Every node's name and the versions its `status.nodeInfo` reports (a page at a time, kept small). */
+  nodes(): Promise<Read<NodeInfoView[]>>;
   /** `GET /version`, which every client may read. */
   serverVersion(): Promise<Read<ServerVersion>>;
   /** Discovery of one group version (readable by every authenticated user); not-found when it is not served. */
@@ -195,6 +198,20 @@ export async function kubernetesClusterReader(kubeConfig: k8s.KubeConfig, reques
           next = list.metadata?._continue || undefined;
         } while (next);
         return total;
+      }),
+    nodes: () =>
+      read({ verb: 'list', resource: 'nodes', group: '' }, async () => {
+        const nodes: NodeInfoView[] = [];
+        let next: string | undefined;
+        do {
+          const list = await core.listNode({ limit: POD_PAGE_SIZE, ...(next ? { _continue: next } : {}) }, options);
+          for (const node of list.items) {
+            const info = node.status?.nodeInfo;
+            nodes.push({ name: node.metadata?.name ?? '', kubeletVersion: info?.kubeletVersion ?? '', containerRuntimeVersion: info?.containerRuntimeVersion ?? '' });
+          }
+          next = list.metadata?._continue || undefined;
+        } while (next);
+        return nodes;
       }),
     serverVersion: () =>
       read({ verb: 'get', resource: '', group: '', path: '/version' }, async () => {

@@ -6,7 +6,7 @@
  * --event-ttl (1 h by default), so "recent" means that. Reads only.
  */
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { describeListeners, formatSeconds } from '../report/describe';
+import { describeListeners, describeUdpProxies, formatSeconds } from '../report/describe';
 import type { DrainOutcome } from '../report/drain-event';
 import { describeFailure, type ClusterReader, type DrainEventView, type Read } from './cluster';
 import type { InstallationNames } from './names';
@@ -62,11 +62,15 @@ export function summariseWorkload(namespace: string, workload: string, views: re
       durationMs: summary.durationMs,
       connectionsAtEnd: summary.connectionsAtEnd,
       openListeners: summary.openListeners,
+      ...(summary.udpSessionsAtEnd === undefined ? {} : { udpSessionsAtEnd: summary.udpSessionsAtEnd, openUdpProxies: summary.openUdpProxies ?? [] }),
     })),
   };
 }
 
-/** `daemonset/envoy in projectcontour: last 10 drains — 9 drained, median 12 s; 1 deadline, 17 left on ingress_https`. */
+/**
+ * `daemonset/envoy in projectcontour: last 10 drains — 9 drained, median 12 s; 1 deadline, 17 left on
+ * ingress_https`; UDP sessions a deadline left are named too (`3 UDP sessions left on UDP proxy dns`).
+ */
 function describeWorkload(drains: WorkloadDrains): string {
   const parts: string[] = [];
   const drained = drains.outcomes.drained ?? 0;
@@ -78,7 +82,11 @@ function describeWorkload(drains: WorkloadDrains): string {
     if (outcome === 'deadline') {
       // The newest deadline: how many it left, and where.
       const latest = drains.drains.find((drain) => drain.outcome === 'deadline')!;
-      if (latest.connectionsAtEnd !== null) detail = `, ${latest.connectionsAtEnd} left${describeListeners(latest.openListeners, 0)}`;
+      if (latest.connectionsAtEnd !== null && latest.connectionsAtEnd > 0) detail = `, ${latest.connectionsAtEnd} left${describeListeners(latest.openListeners, 0)}`;
+      if (typeof latest.udpSessionsAtEnd === 'number' && latest.udpSessionsAtEnd > 0) {
+        detail += `, ${plural(latest.udpSessionsAtEnd, 'UDP session')} left${describeUdpProxies(latest.openUdpProxies ?? [], 0)}`;
+      }
+      if (detail === '' && latest.connectionsAtEnd !== null) detail = `, ${latest.connectionsAtEnd} left`;
     }
     parts.push(`${count} ${words}${detail}`);
   }

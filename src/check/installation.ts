@@ -13,7 +13,7 @@ import { SECRET_KEYS } from '../certs/kube';
 import { describeFailure, type ClusterReader, type Read } from './cluster';
 import type { InstallationNames } from './names';
 import type { CheckResult } from './report';
-import { describeSelector, type LabelSelector } from './selector';
+import { describeSelector, type LabelSelector } from '../k8s/label-selector';
 
 /**
  * A caBundle whose newest CA expires sooner than this fails. Self mode renews 30 days ahead of expiry,

@@ -28,7 +28,8 @@ export interface KubeconfigRequest {
   /** `--context`. */
   context?: string;
   env: NodeJS.ProcessEnv;
-  homeDirectory: string;
+  /** Undefined when the user has none: then there is no ~/.kube/config to read. */
+  homeDirectory: string | undefined;
 }
 
 export interface LoadedKubeconfig {
@@ -116,10 +117,13 @@ function locate({ kubeconfigPath, env, homeDirectory }: KubeconfigRequest): Sour
     if (first === undefined) throw new KubeconfigError(`none of the files in $KUBECONFIG exists (${listed.join(delimiter)})`);
     return { kind: 'files', paths: [first, ...rest], label: `$KUBECONFIG (${listed.join(delimiter)})` };
   }
-  const home = join(homeDirectory, '.kube', 'config');
-  if (existsSync(home)) return { kind: 'files', paths: [home], label: home };
+  const home = homeDirectory === undefined ? undefined : join(homeDirectory, '.kube', 'config');
+  if (home !== undefined && existsSync(home)) return { kind: 'files', paths: [home], label: home };
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && existsSync(SERVICE_ACCOUNT_TOKEN)) {
     return { kind: 'in-cluster', label: "the pod's service account (in-cluster)" };
+  }
+  if (home === undefined) {
+    throw new KubeconfigError('no kubeconfig: pass --kubeconfig FILE or set KUBECONFIG (there is no home directory for ~/.kube/config: HOME is unset and this user has no passwd entry)');
   }
   throw new KubeconfigError(`no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or create ${home}`);
 }

@@ -4,7 +4,7 @@
  * and the drain program's own argument parser reads the drain settings out of Envoy's preStop. No rule
  * here is a second copy of one the webhook or the drain program applies. Pure: no I/O, no clock.
  */
-import type { Config } from '../config';
+import type { Config, Delivery } from '../config';
 import {
   Annotations,
   findEnvoy,
@@ -17,6 +17,7 @@ import {
   type Pod,
 } from '../mutate';
 import { parseDrainArguments } from '../drain-contract';
+import type { NodeImageVolumes } from './image-volumes';
 import type { DrainSettingsReport, EnvoyPodReport, Protection, SidecarReport } from './report';
 
 export type PodAssessment =
@@ -86,10 +87,22 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
   if (!detection.found) return { kind: 'refused', namespace, name, message: 'drainguard found no Envoy container on a second look (a bug, please report it)' };
   const envoy = pod.spec.containers[detection.index] as Container;
   const status = readStatus(pod);
-  const protection: Protection = optedOut ? 'opted-out' : !status ? 'none' : status.version === installedVersion ? 'current' : 'other-version';
+  const delivery = deliveryOf(status?.actions);
+  const protection: Protection = optedOut
+    ? 'opted-out'
+    : !status
+      ? 'none'
+      : status.version !== installedVersion
+        ? 'other-version'
+        : delivery !== undefined && delivery !== config.installer.delivery
+          ? 'other-delivery'
+          : 'current';
   const hook = envoy.lifecycle?.preStop;
   const drainInstalled = isDrainguardHook(hook);
   const drain = drainInstalled ? readDrainSettings(hook?.exec?.command ?? []) : undefined;
+  const program = hook?.exec?.command?.[0];
+  const imageVolumeMissing = delivery === 'image-volume' && drainInstalled && program !== undefined && !mountedFromImage(pod, envoy, program) ? program : undefined;
+  const node = typeof pod.spec.nodeName === 'string' && pod.spec.nodeName !== '' ? pod.spec.nodeName : undefined;
 
   return {
     kind: 'envoy',
@@ -100,6 +113,9 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
       ...(status ? { drainguardVersion: status.version } : {}),
       envoyContainer: envoy.name,
       drainInstalled,
+      ...(delivery !== undefined ? { delivery } : {}),
+      ...(imageVolumeMissing !== undefined ? { imageVolumeMissing } : {}),
+      ...(node !== undefined ? { node } : {}),
       ...(leftWhole !== undefined ? { leftWhole } : {}),
       ...(drain && 'settings' in drain ? { drain: drain.settings } : {}),
       ...(drain && 'error' in drain ? { drainError: drain.error } : {}),
@@ -111,6 +127,21 @@ export function assessPod(pod: Pod, config: Config, installedVersion: string): P
       terminating: (pod as PodStatusView).metadata?.deletionTimestamp !== undefined,
     },
   };
+}
+
+/** The delivery mode the status annotation's actions record (src/mutate/plan/changes.ts, DELIVERY_ACTIONS). */
+function deliveryOf(actions: readonly string[] | undefined): Delivery | undefined {
+  if (actions?.includes('image-volume')) return 'image-volume';
+  return actions?.includes('installer') ? 'copy' : undefined;
+}
+
+/** Whether Envoy mounts an image volume at a directory holding `program`. */
+function mountedFromImage(pod: Pod, envoy: Container, program: string): boolean {
+  const imageVolumes = new Set((pod.spec.volumes ?? []).filter((volume) => volume.image !== undefined).map((volume) => volume.name));
+  return (envoy.volumeMounts ?? []).some((mount) => {
+    const directory = mount.mountPath.endsWith('/') ? mount.mountPath : `${mount.mountPath}/`;
+    return imageVolumes.has(mount.name) && program.startsWith(directory);
+  });
 }
 
 /** `[program, 'drain', ...arguments]` read by `envoy-shutdown drain`'s own parser. */
@@ -171,8 +202,18 @@ function describeSidecars(sidecars: readonly SidecarReport[]): string | undefine
     .join('; ');
 }
 
+/** What a pod is judged against: the installed version, its delivery mode, and the nodes (when they could be listed). */
+export interface JudgeContext {
+  installedVersion: string;
+  delivery: Delivery;
+  nodes?: ReadonlyMap<string, NodeImageVolumes>;
+}
+
+const DELIVERY_WORDS: Record<Delivery, string> = { copy: 'copied by the installer', 'image-volume': 'an image volume' };
+
 /** The line for one Envoy pod. */
-export function judgePod(pod: EnvoyPodReport, installedVersion: string): PodVerdict {
+export function judgePod(pod: EnvoyPodReport, context: JudgeContext): PodVerdict {
+  const { installedVersion } = context;
   const sidecars = describeSidecars(pod.sidecars);
   const armed = pod.sidecars.some((sidecar) => sidecar.armed);
   const drain = pod.drain ? `drain: ${describeDrain(pod.drain)}` : undefined;
@@ -196,9 +237,33 @@ export function judgePod(pod: EnvoyPodReport, installedVersion: string): PodVerd
     case 'other-version':
       message = join(`rewritten by drainguard ${pod.drainguardVersion}, not by the installed ${installedVersion}`, drain, sidecars);
       break;
-    case 'current':
-      message = join(`protected by drainguard ${pod.drainguardVersion}`, drain, sidecars);
+    case 'other-delivery':
+      message = join(
+        `rewritten by drainguard ${pod.drainguardVersion} with the drain program ${DELIVERY_WORDS[pod.delivery ?? 'copy']}, not ${DELIVERY_WORDS[context.delivery]} as installer.delivery now says`,
+        drain,
+        sidecars,
+      );
       break;
+    case 'current':
+      message = join(`protected by drainguard ${pod.drainguardVersion}${pod.delivery === 'image-volume' ? ' (the drain program from an image volume)' : ''}`, drain, sidecars);
+      break;
+  }
+  // Delivered as an image volume: it must be there, and the node must be able to mount it.
+  const node = pod.delivery === 'image-volume' && pod.node !== undefined ? context.nodes?.get(pod.node) : undefined;
+  let broken = false;
+  if (pod.imageVolumeMissing !== undefined) {
+    broken = true;
+    message = join(
+      message,
+      `its image volume is missing: the preStop runs ${pod.imageVolumeMissing}, which nothing mounts (an API server with the ImageVolume feature gate off drops image volumes after admission)`,
+    );
+    hint ??= 'turn the ImageVolume feature gate on in the API server (on by default from 1.35), or set installer.delivery: copy; then restart the workload';
+  } else if (node?.capability === 'no') {
+    broken = true;
+    message = join(message, `its node ${node.name} cannot mount image volumes (${node.reason})`);
+    hint ??= 'keep Envoy off such nodes (nodeSelector or affinity) or upgrade them, or set installer.delivery: copy and restart the workload';
+  } else if (node?.capability === 'unknown') {
+    message = join(message, `its node ${node.name} may not mount image volumes (${node.reason})`);
   }
   if (pod.drainError !== undefined) {
     message = join(message, `its preStop arguments are refused by the drain program: ${pod.drainError}`);
@@ -210,6 +275,6 @@ export function judgePod(pod: EnvoyPodReport, installedVersion: string): PodVerd
   if (armed && pod.protection !== 'none') hint ??= 'a later webhook or controller gave the shutdown-manager back its preStop: remove it';
 
   if (pod.terminating) return { verdict: 'info', message: `terminating; ${message}` };
-  const healthy = pod.protection === 'current' && pod.drainInstalled && pod.drainError === undefined && !armed;
+  const healthy = pod.protection === 'current' && pod.drainInstalled && pod.drainError === undefined && !armed && !broken;
   return healthy ? { verdict: 'pass', message } : { verdict: 'fail', message, ...(hint ? { hint } : {}) };
 }

@@ -4,8 +4,9 @@
  * SelfSubjectAccessReviews (questions to the authorizer; nothing is stored).
  */
 import { describeFailure, type AccessQuestion, type ClusterReader, type ServerVersion } from './cluster';
+import { controlPlaneImageVolumes, describeNodes, nodeImageVolumes, type NodeImageVolumes } from './image-volumes';
 import type { InstallationNames } from './names';
-import { summarise, type CheckId, type CheckResult, type CheckReport } from './report';
+import { linesOf, summarise, type CheckResult, type CheckReport } from './report';
 
 /** The chart's `tls.mode`: how the webhook will get its certificate. */
 export type PlannedTlsMode = 'self' | 'certManager' | 'secret';
@@ -44,10 +45,12 @@ export function chartObjects(tlsMode: PlannedTlsMode): ChartObject[] {
     namespaced('poddisruptionbudgets', 'policy'),
     namespaced('networkpolicies', 'networking.k8s.io'),
     clusterScoped('mutatingwebhookconfigurations', 'admissionregistration.k8s.io'),
-    // The reporter's (report.enabled, on by default), and in self mode the webhook's too.
+    // The reporter's (report.enabled, on by default), the helm test's check (helmTest.enabled, on by
+    // default), and in self mode the webhook's too.
     clusterScoped('clusterroles', 'rbac.authorization.k8s.io'),
     clusterScoped('clusterrolebindings', 'rbac.authorization.k8s.io'),
-    ...(tlsMode === 'self' ? [namespaced('roles', 'rbac.authorization.k8s.io'), namespaced('rolebindings', 'rbac.authorization.k8s.io')] : []),
+    namespaced('roles', 'rbac.authorization.k8s.io'),
+    namespaced('rolebindings', 'rbac.authorization.k8s.io'),
     ...(tlsMode === 'certManager' ? [namespaced('issuers', 'cert-manager.io'), namespaced('certificates', 'cert-manager.io')] : []),
   ];
 }
@@ -57,18 +60,12 @@ export interface PreInstallOptions {
   tlsMode: PlannedTlsMode;
 }
 
-export type PreInstallReport = Pick<CheckReport, 'context' | 'server' | 'checks' | 'summary'> & {
+export type PreInstallReport = Pick<CheckReport, 'context' | 'server' | 'checks' | 'nodes' | 'summary'> & {
   preInstall: { release: string; namespace: string; tlsMode: PlannedTlsMode; kubernetesVersion?: string };
 };
 
 const CATEGORY = 'pre-install' as const;
-const line = (id: CheckId, verdict: CheckResult['verdict'], message: string, hint?: string): CheckResult => ({
-  category: CATEGORY,
-  id,
-  verdict,
-  message,
-  ...(hint ? { hint } : {}),
-});
+const line = linesOf(CATEGORY);
 
 /** `{ major: 1, minor: 30 }` from `/version`: `gitVersion` first (`v1.30.2-eks-…`), else major/minor (`30+`). */
 export function kubernetesRelease(version: ServerVersion): { major: number; minor: number } | undefined {
@@ -81,8 +78,9 @@ export function kubernetesRelease(version: ServerVersion): { major: number; mino
 
 export async function runPreInstallCheck(reader: ClusterReader, options: PreInstallOptions): Promise<Omit<PreInstallReport, 'context' | 'server'>> {
   const { names, tlsMode } = options;
-  const [versionRead, webhookRead, namespaceRead, certManagerRead] = await Promise.all([
+  const [versionRead, nodesRead, webhookRead, namespaceRead, certManagerRead] = await Promise.all([
     reader.serverVersion(),
+    reader.nodes(),
     reader.webhookConfiguration(names.webhookConfiguration),
     reader.namespace(names.namespace),
     tlsMode === 'certManager' ? reader.servedResources('cert-manager.io', 'v1') : Promise.resolve(undefined),
@@ -99,6 +97,8 @@ export async function runPreInstallCheck(reader: ClusterReader, options: PreInst
   }
 
   if (certManagerRead !== undefined) checks.push(certManagerCheck(certManagerRead));
+  const nodes = nodesRead.ok ? nodesRead.value.map(nodeImageVolumes) : undefined;
+  checks.push(imageVolumesCheck(versionRead.ok ? versionRead.value.gitVersion : undefined, nodes ?? describeFailure(nodesRead as Exclude<typeof nodesRead, { ok: true }>, 'nodes')));
 
   if (webhookRead.ok) {
     const annotations = webhookRead.value.metadata?.annotations ?? {};
@@ -137,8 +137,30 @@ export async function runPreInstallCheck(reader: ClusterReader, options: PreInst
   return {
     preInstall: { release: names.release, namespace: names.namespace, tlsMode, ...(kubernetesVersion ? { kubernetesVersion } : {}) },
     checks,
+    ...(nodes ? { nodes } : {}),
     summary: summarise(checks),
   };
+}
+
+/**
+ * Whether this cluster can use `installer.delivery: image-volume` (docs/configuration.md, "Copy or image
+ * volume"): its API server must keep image volumes, and the nodes that run Envoy must mount them. A note
+ * either way: copy, the default, works everywhere.
+ */
+function imageVolumesCheck(kubernetesVersion: string | undefined, nodes: readonly NodeImageVolumes[] | string): CheckResult {
+  const controlPlane = kubernetesVersion === undefined ? undefined : controlPlaneImageVolumes(kubernetesVersion);
+  const parts = [controlPlane === undefined ? 'the Kubernetes version is unknown' : controlPlane.reason];
+  parts.push(typeof nodes === 'string' ? `${nodes}: which nodes can mount them is not known` : describeNodes(nodes));
+  if (typeof nodes !== 'string') {
+    for (const node of nodes.filter((each) => each.capability !== 'yes')) parts.push(`node ${node.name}: ${node.reason}`);
+  }
+  const verdict =
+    controlPlane?.capability !== 'yes'
+      ? 'installer.delivery: image-volume is not for this cluster (copy, the default, is)'
+      : typeof nodes !== 'string' && nodes.length > 0 && nodes.every((node) => node.capability === 'yes')
+        ? 'the cluster can use installer.delivery: image-volume'
+        : 'installer.delivery: image-volume only where Envoy runs on nodes that mount image volumes';
+  return line('image-volumes', 'info', `${verdict}: ${parts.join('; ')}`);
 }
 
 function versionChecks(version: ServerVersion, release: { major: number; minor: number } | undefined): CheckResult[] {

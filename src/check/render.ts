@@ -18,6 +18,7 @@ export const MARKS: Record<Verdict, string> = { pass: '√', fail: '×', info: '
 const SECTIONS: { category: Category; title: string }[] = [
   { category: 'installation', title: 'installation' },
   { category: 'coverage', title: 'namespaces holding Envoy pods' },
+  { category: 'nodes', title: 'nodes (image volumes)' },
   { category: 'pods', title: 'Envoy pods' },
   { category: 'drains', title: "recent drains (the reporter's Events)" },
 ];

@@ -4,13 +4,15 @@
  * an interface for scripts (docs/check.md).
  */
 
-import type { OpenListener } from '../drain-record';
+import type { Delivery } from '../config';
+import type { OpenListener, OpenUdpProxy } from '../drain-record';
+import type { NodeImageVolumes } from './image-volumes';
 import type { DrainOutcome } from '../report/drain-event';
 
 /** `info` lines report a fact (the failure policy, an opted-out pod) and never fail the run. */
 export type Verdict = 'pass' | 'fail' | 'info';
 
-export type Category = 'installation' | 'coverage' | 'pods' | 'pre-install' | 'drains';
+export type Category = 'installation' | 'coverage' | 'nodes' | 'pods' | 'pre-install' | 'drains';
 
 export type CheckId =
   | 'webhook-configuration'
@@ -23,6 +25,9 @@ export type CheckId =
   | 'namespace'
   | 'pod-list'
   | 'pod'
+  // whether nodes can mount image volumes (installer.delivery: image-volume), in check and check --pre
+  | 'image-volumes'
+  | 'node'
   // check --pre
   | 'kubernetes-version'
   | 'match-conditions'
@@ -57,6 +62,9 @@ export interface DrainReport {
   durationMs: number | null;
   connectionsAtEnd: number | null;
   openListeners: OpenListener[];
+  /** UDP sessions left, and their UDP proxies; absent when the drain did not count them. */
+  udpSessionsAtEnd?: number | null;
+  openUdpProxies?: OpenUdpProxy[];
 }
 
 /** A workload's recent drains (the newest ten within the Events' lifetime), newest first. */
@@ -105,10 +113,11 @@ export interface SidecarReport {
 }
 
 /**
- * How drainguard's status annotation describes the pod: `current` (written by the installed version),
- * `other-version`, `none` (never rewritten), or `opted-out` (`drainguard.io/inject: disabled`).
+ * How drainguard's status annotation describes the pod: `current` (written by the installed version,
+ * in the delivery mode it is configured with), `other-version`, `other-delivery` (the installed version,
+ * in the other delivery mode), `none` (never rewritten), or `opted-out` (`drainguard.io/inject: disabled`).
  */
-export type Protection = 'current' | 'other-version' | 'none' | 'opted-out';
+export type Protection = 'current' | 'other-version' | 'other-delivery' | 'none' | 'opted-out';
 
 export interface EnvoyPodReport {
   namespace: string;
@@ -121,6 +130,12 @@ export interface EnvoyPodReport {
   drainInstalled: boolean;
   /** Why the webhook leaves this Envoy pod whole (a preStop it cannot replace, no place for the program): not protected. */
   leftWhole?: string;
+  /** How the drain program reached it, as the status annotation records: `installer` (copy) or `image-volume`. */
+  delivery?: Delivery;
+  /** Delivered as an image volume, but nothing mounts one where the preStop runs the program (this path): the API server dropped it. */
+  imageVolumeMissing?: string;
+  /** The node it runs on (`spec.nodeName`), once scheduled. */
+  node?: string;
   /** The drain settings the preStop carries, as the drain program reads them. */
   drain?: DrainSettingsReport;
   /** Why the drain program would refuse the preStop's arguments. */
@@ -159,6 +174,8 @@ export interface CheckReport {
     versionSource: 'deployment' | 'check';
   };
   checks: CheckResult[];
+  /** Every node, and whether it can mount image volumes; absent when the nodes could not be listed. */
+  nodes?: NodeImageVolumes[];
   fixes: Fix[];
   summary: { passed: number; failed: number; info: number; ok: boolean };
   /** With `--wait`: how many times the installation was checked before this report. */
@@ -170,6 +187,11 @@ export interface WaitOutcome {
   elapsedSeconds: number;
   /** The installation checks still failed when --wait ran out. */
   timedOut: boolean;
+}
+
+/** A maker of one category's lines: `line(id, verdict, message, hint?)`. */
+export function linesOf(category: Category): (id: CheckId, verdict: Verdict, message: string, hint?: string) => CheckResult {
+  return (id, verdict, message, hint) => ({ category, id, verdict, message, ...(hint ? { hint } : {}) });
 }
 
 export function summarise(checks: readonly CheckResult[]): CheckReport['summary'] {

@@ -6,11 +6,12 @@
 import type { Pod } from '../mutate';
 import { describeFailure, type ClusterReader } from './cluster';
 import { checkRecentDrains } from './drains';
+import { describeNodes, nodeImageVolumes, type NodeImageVolumes } from './image-volumes';
 import { CHART_DEFAULT_NAMESPACE_SELECTOR, checkInstallation, type InstallationFacts, type WebhookView } from './installation';
 import type { InstallationNames } from './names';
 import { assessPod, judgePod } from './pods';
-import { summarise, type CheckReport, type CheckResult, type EnvoyPodReport, type Scope } from './report';
-import { describeSelector, failedExpressions, missingLabels, selects, type Labels } from './selector';
+import { linesOf, summarise, type CheckReport, type CheckResult, type EnvoyPodReport, type Scope } from './report';
+import { describeSelector, failedExpressions, missingLabels, selects, type Labels } from '../k8s/label-selector';
 import { mapWithLimit, OwnerResolver, planFixes, type FixCandidate, type NamespaceCoverage } from './workloads';
 
 export interface CheckOptions {
@@ -60,8 +61,14 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
   const owners = await mapWithLimit(envoyPods, READ_CONCURRENCY, (pod) => resolver.resolve(pod.raw));
   envoyPods.forEach((pod, index) => (pod.report.owner = owners[index]!.owner));
 
+  const nodesListed = await reader.nodes();
+  const nodes = nodesListed.ok ? nodesListed.value.map(nodeImageVolumes) : undefined;
+  const delivery = facts.config.installer.delivery;
+  const nodeChecks = imageVolumeNodeChecks(nodesListed.ok ? { nodes: nodes! } : { failure: describeFailure(nodesListed, 'nodes') }, delivery);
+  const context = { installedVersion: facts.installedVersion, delivery, ...(nodes ? { nodes: new Map(nodes.map((node) => [node.name, node])) } : {}) };
+
   const podChecks: CheckResult[] = envoyPods.map(({ report }, index) => {
-    const verdict = judgePod(report, facts.installedVersion);
+    const verdict = judgePod(report, context);
     const problem = owners[index]!.problem;
     const hint = [verdict.hint, problem ? `its owner could not be followed: ${problem}` : undefined].filter(Boolean).join('; ');
     return {
@@ -76,7 +83,7 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
   const podLines = [...podChecks, ...refused].sort((a, b) => a.message.localeCompare(b.message));
 
   const candidates: FixCandidate[] = envoyPods
-    .filter(({ report }) => !report.terminating && report.leftWhole === undefined && (report.protection === 'none' || report.protection === 'other-version'))
+    .filter(({ report }) => !report.terminating && report.leftWhole === undefined && RECREATION_FIXES.has(report.protection))
     .map(({ report, raw }) => ({
       pod: report,
       owner: report.owner!,
@@ -85,7 +92,7 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
     }));
 
   const drains = await checkRecentDrains(reader, { names, scope });
-  const checks = [...installation.checks, ...coverageResults.map((result) => result.check), podList, ...podLines, ...drains];
+  const checks = [...installation.checks, ...coverageResults.map((result) => result.check), ...nodeChecks, podList, ...podLines, ...drains];
   return {
     scope,
     installation: {
@@ -96,9 +103,42 @@ export async function runCheck(reader: ClusterReader, options: CheckOptions): Pr
       versionSource: facts.versionSource,
     },
     checks,
+    ...(nodes ? { nodes } : {}),
     fixes: planFixes(candidates),
     summary: summarise(checks),
   };
+}
+
+/** The protections a recreation of the pod fixes: the webhook then writes it as it is configured now. */
+const RECREATION_FIXES = new Set<EnvoyPodReport['protection']>(['none', 'other-version', 'other-delivery']);
+
+/**
+ * Whether the nodes can mount image volumes (docs/check.md, "Image volumes"): in copy mode one line, for
+ * whoever considers image-volume; in image-volume mode also a line for each node that cannot or may not.
+ * A node that cannot is no failure by itself (Envoy may never run there): an Envoy pod that runs on one
+ * fails its own line.
+ */
+export function imageVolumeNodeChecks(listed: { nodes: readonly NodeImageVolumes[] } | { failure: string }, delivery: 'copy' | 'image-volume'): CheckResult[] {
+  const line = linesOf('nodes');
+  const mode = `installer.delivery: ${delivery}`;
+  if ('failure' in listed) return [line('image-volumes', 'info', `${listed.failure}: which nodes can mount image volumes is not known (${mode})`)];
+  const { nodes } = listed;
+  // No nodes (a control plane alone): nothing to say in copy mode, and a note in image-volume mode.
+  if (nodes.length === 0) return delivery === 'copy' ? [] : [line('image-volumes', 'info', `the cluster lists no nodes: none to judge whether they can mount image volumes (${mode})`)];
+  const counts = describeNodes(nodes);
+  if (delivery === 'copy') return [line('image-volumes', 'info', `${counts}: what installer.delivery: image-volume needs on every node that runs Envoy (${mode} now)`)];
+  const lacking = nodes.filter((node) => node.capability !== 'yes');
+  return [
+    line(
+      'image-volumes',
+      lacking.length === 0 ? 'pass' : 'info',
+      `${counts} (${mode})`,
+      lacking.length === 0 ? undefined : 'an Envoy pod placed on a node that cannot mount them fails to start: keep Envoy on nodes that can (nodeSelector or affinity)',
+    ),
+    ...lacking.map((node) =>
+      line('node', 'info', `node ${node.name} ${node.capability === 'no' ? 'cannot' : 'may not'} mount image volumes: ${node.reason} (kubelet ${node.kubeletVersion}, ${node.containerRuntimeVersion})`),
+    ),
+  ];
 }
 
 function labelsOf(pod: Pod): Labels {
@@ -128,13 +168,8 @@ async function namespaceCoverage(
 ): Promise<{ check: CheckResult; coverage: NamespaceCoverage | undefined }> {
   const count = envoyPods.filter((pod) => pod.report.namespace === namespace).length;
   const pods = `${count} Envoy pod${count === 1 ? '' : 's'}`;
-  const line = (verdict: CheckResult['verdict'], message: string, hint?: string): CheckResult => ({
-    category: 'coverage',
-    id: 'namespace',
-    verdict,
-    message,
-    ...(hint ? { hint } : {}),
-  });
+  const coverageLine = linesOf('coverage');
+  const line = (verdict: CheckResult['verdict'], message: string, hint?: string): CheckResult => coverageLine('namespace', verdict, message, hint);
   const read = await reader.namespace(namespace);
   if (!read.ok) return { check: line('fail', `${describeFailure(read, `namespace ${namespace}`)} (${pods})`), coverage: undefined };
   const labels: Labels = read.value.metadata?.labels ?? {};

@@ -13,7 +13,7 @@ import { realClock, waitUntil, type Progress, type WaitClock } from '../check/wa
 import { parseDuration } from '../drain-contract';
 import { VERSION } from '../version';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
-import { checkDnsLabel, connect, CONNECTION_FLAGS, INSTALLATION_FLAGS, installationNames, requestTimeout, usageError } from './cluster-flags';
+import { checkDnsLabel, connect, connectionFlags, INSTALLATION_FLAGS, installationNames, requestTimeout, usageError } from './cluster-flags';
 import {
   EXIT_BUG,
   EXIT_BUG_MEANING,
@@ -29,10 +29,12 @@ import { plain, type Paint } from './terminal';
 
 const COMMAND = 'drainguard check';
 
+const DEFAULT_REQUEST_TIMEOUT = '30s';
+
 export const CHECK_FLAGS = {
   namespace: { type: 'string', short: 'n', valueName: 'NAMESPACE', description: "check the Envoy pods of this namespace (default: the context's namespace)" },
   'all-namespaces': { type: 'boolean', short: 'A', description: 'check the Envoy pods of every namespace' },
-  ...CONNECTION_FLAGS,
+  ...connectionFlags(DEFAULT_REQUEST_TIMEOUT),
   ...INSTALLATION_FLAGS,
   pre: { type: 'boolean', description: 'before installing: Kubernetes version, matchConditions, a webhook of the same name, permissions' },
   'tls-mode': {
@@ -64,8 +66,6 @@ With --pre, checks instead that the cluster is ready for helm install.
 ${formatFlagHelp(CHECK_FLAGS)}
 
 ${formatExitCodes(CHECK_EXIT_CODES)}`;
-
-const DEFAULT_REQUEST_TIMEOUT = '30s';
 
 export interface CheckIo {
   stdout: (text: string) => void;

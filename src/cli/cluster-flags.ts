@@ -14,11 +14,14 @@ import { UsageError } from './errors';
 export const DEFAULT_RELEASE = 'drainguard';
 export const DEFAULT_DRAINGUARD_NAMESPACE = 'drainguard-system';
 
-export const CONNECTION_FLAGS = {
-  context: { type: 'string', valueName: 'NAME', description: 'kubeconfig context to use (default: the current context)' },
-  kubeconfig: { type: 'string', valueName: 'FILE', description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' },
-  'request-timeout': { type: 'string', valueName: 'DURATION', description: 'give up on an API request after this long (default 30s)' },
-} as const satisfies FlagSpecs;
+/** The connection flags of a command whose `--request-timeout` defaults to `defaultTimeout` (its help says so). */
+export function connectionFlags(defaultTimeout: string) {
+  return {
+    context: { type: 'string', valueName: 'NAME', description: 'kubeconfig context to use (default: the current context)' },
+    kubeconfig: { type: 'string', valueName: 'FILE', description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' },
+    'request-timeout': { type: 'string', valueName: 'DURATION', description: `give up on an API request after this long (default ${defaultTimeout})` },
+  } as const satisfies FlagSpecs;
+}
 
 export const INSTALLATION_FLAGS = {
   release: { type: 'string', valueName: 'NAME', description: "drainguard's Helm release name (default drainguard)" },
@@ -72,13 +75,25 @@ export interface Connection {
   reader: ClusterReader;
 }
 
+/**
+ * The user's home directory: $HOME, else the passwd entry of this user; undefined when there is neither
+ * (a container running as a user its image does not list, with no HOME set), where os.homedir() throws.
+ */
+function userHome(): string | undefined {
+  try {
+    return homedir();
+  } catch {
+    return undefined;
+  }
+}
+
 /** Loads the kubeconfig as kubectl would and makes the reader; throws KubeconfigError or ClusterAccessError. */
 export async function connect(flags: ConnectionFlagValues, timeoutMs: number, environment: ClusterEnvironment): Promise<Connection> {
   const kubeconfig = await loadKubeconfig({
     ...(flags.kubeconfig !== undefined ? { kubeconfigPath: flags.kubeconfig } : {}),
     ...(flags.context !== undefined ? { context: flags.context } : {}),
     env: environment.env,
-    homeDirectory: environment.homeDirectory ?? homedir(),
+    homeDirectory: environment.homeDirectory ?? userHome(),
   });
   return { kubeconfig, reader: await kubernetesClusterReader(kubeconfig.kubeConfig, timeoutMs) };
 }

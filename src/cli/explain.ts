@@ -1,3 +1,4 @@
+import { DRAIN_CALL_ERAS, drainPosts } from '../drain-contract';
 import type { DrainSetting, ShutdownTimeline } from '../mutate/result';
 import { describeLocation, type WorkloadOutcome, type WorkloadReport } from './inject-results';
 
@@ -89,7 +90,7 @@ function explainWorkload(workload: WorkloadReport): string {
   const { outcome } = workload;
   const heading = `${describeLocation(workload)}: ${describeStatus(outcome)}`;
   if (outcome.status === 'skipped') return `${heading}\n${formatWarnings(outcome.warnings)}`;
-  const drawing = outcome.timeline.drainInstalled === false ? '' : formatShutdownDrawing(outcome.timeline);
+  const drawing = outcome.timeline.drainInstalled === false ? '' : `${formatShutdownDrawing(outcome.timeline)}${formatAdminCalls(outcome.timeline)}`;
   return `${heading}\n${formatTable(timelineRows(outcome.timeline))}\n${drawing}${formatDroppedFlags(outcome.timeline)}${formatWarnings(outcome.warnings)}`;
 }
 
@@ -103,7 +104,7 @@ export function explanationJson(workloads: readonly WorkloadReport[]): unknown[]
       ...common,
       ...(outcome.status === 'mutated' ? { actions: outcome.actions } : {}),
       timeline: outcome.timeline,
-      ...(outcome.timeline.drainInstalled === false ? {} : { shutdown: shutdownEvents(outcome.timeline) }),
+      ...(outcome.timeline.drainInstalled === false ? {} : { shutdown: shutdownEvents(outcome.timeline), adminCalls: adminCalls(outcome.timeline) }),
     };
   });
 }
@@ -144,9 +145,38 @@ function timelineRows(timeline: ShutdownTimeline): [string, string, string][] {
   for (const [index, listener] of (timeline.excludedListeners ?? []).entries()) {
     rows.push([index === 0 ? 'not counted' : '', `:${listener.port}`, listener.reasons.join('; ')]);
   }
+  // Copy mode, the default, says how in the actions of the heading (installer).
+  const delivery = timeline.delivery;
+  if (delivery?.mode === 'image-volume') {
+    rows.unshift(['drain program', delivery.program, `image volume ${delivery.volume ?? ''} of ${delivery.image}, mounted read-only into Envoy (installer.delivery: image-volume)`]);
+  }
   if (timeline.envoyContainer !== undefined) rows.unshift(['Envoy container', timeline.envoyContainer, timeline.envoyEvidence ?? '']);
   for (const component of timeline.replaces ?? []) rows.splice(1, 0, ['replaces', `${component.name} ${component.release}`, component.how]);
   return rows;
+}
+
+/** An Envoy release range and the POSTs the drain makes there, with why (src/drain-contract/envoy-releases.ts). */
+export interface AdminCalls {
+  releases: string;
+  posts: string[];
+  why: string;
+}
+
+/**
+ * The drain's admin calls by Envoy release: the program reads the release from `/server_info` when it
+ * starts, so every range the pod's Envoy may be in is listed, the drain delay's order included.
+ */
+export function adminCalls(timeline: ShutdownTimeline): AdminCalls[] {
+  const drainDelay = timeline.drainDelaySeconds > 0;
+  return DRAIN_CALL_ERAS.map((era) => {
+    const release = era.since === undefined ? undefined : { major: era.since[0], minor: era.since[1], patch: 0 };
+    return { releases: era.releases, posts: drainPosts(release, { inboundOnly: false, drainDelay }), why: era.why };
+  });
+}
+
+function formatAdminCalls(timeline: ShutdownTimeline): string {
+  const rows = adminCalls(timeline).map((calls) => [calls.releases, calls.posts.map((post) => `POST ${post}`).join(', '), calls.why]);
+  return `  admin calls, by the Envoy release /server_info reports when the drain starts:\n${formatTable(rows).replace(/^ {2}/gm, '    ')}\n`;
 }
 
 /** Flags of the replaced sidecar that go with it and whose loss changes nothing: listed, never warned about. */

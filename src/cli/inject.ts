@@ -185,12 +185,12 @@ on its own output changes nothing. Warnings and a summary go to stderr.
 Flags:
 ${formatFlagHelp(INJECT_FLAGS)}
 
-${formatExitCodes(INJECT_EXIT_CODES)}
 Examples:
   drainguard inject -f envoy.yaml | kubectl apply -f -
   kubectl get ds envoy -n projectcontour -o yaml | drainguard inject -f - --diff
   drainguard inject -f envoy.yaml --explain
-`;
+
+${formatExitCodes(INJECT_EXIT_CODES)}`;
 
 export interface InjectEnvironment {
   mutate: MutateFunction;

@@ -85,7 +85,8 @@ async function showHelp(topics: readonly string[]): Promise<number> {
     process.stdout.write(MAIN_USAGE);
     return EXIT_OK;
   }
-  const spec = findCommand(topic);
+  // `drainguard help --help`: the help command's own usage, as every other command answers --help.
+  const spec = findCommand(topic === '--help' || topic === '-h' ? 'help' : topic);
   if (!spec || extra.length > 0) {
     const names = COMMANDS.map((command) => command.name);
     throw new UsageError(`${PROGRAM} help: no help for '${topics.join(' ')}'${didYouMean(topic, names)}; commands: ${names.join(', ')}`);

@@ -19,6 +19,11 @@ export const REPORT_FLAGS = {
   host: { type: 'string', valueName: 'ADDR', description: 'listen address of /metrics, /healthz, /readyz (default 0.0.0.0)' },
   port: { type: 'string', valueName: 'N', description: 'HTTP port (default 8080; 0 picks a free one)' },
   kubeconfig: { type: 'string', valueName: 'FILE', description: 'kubeconfig (default: in-cluster service account)' },
+  'webhook-config-name': {
+    type: 'string',
+    valueName: 'NAME',
+    description: "drainguard's MutatingWebhookConfiguration (required): only pods in namespaces its namespaceSelector selects are reported",
+  },
   instance: { type: 'string', valueName: 'NAME', description: "this replica's name in its Events (default $POD_NAME, else the host name)" },
   'max-report-age': {
     type: 'string',
@@ -39,9 +44,9 @@ export const REPORT_EXIT_CODES: ExitCodeTable = [
 
 export const REPORT_USAGE = `Usage: ${COMMAND} [flags]
 
-Watches the pods drainguard protects (label drainguard.io/protected=true) and turns every Envoy
-termination into Kubernetes Events on the pod and its workload and into Prometheus metrics, exactly
-once across replicas. Serves GET /metrics, /healthz and /readyz over HTTP. Runs in the cluster as the
+Watches the pods drainguard protects (label drainguard.io/protected=true, in the namespaces the
+webhook's namespaceSelector selects) and turns every Envoy termination into Kubernetes Events on the
+pod and its workload and into Prometheus metrics, exactly once across replicas. Serves GET /metrics, /healthz and /readyz over HTTP. Runs in the cluster as the
 chart's drainguard-reporter Deployment (docs/report.md).
 
 ${formatFlagHelp(REPORT_FLAGS)}
@@ -56,6 +61,7 @@ export interface ReportSettings {
   port: number;
   kubeconfig?: string;
   instance: string;
+  webhookConfigName: string;
   maxReportAgeMs: number;
   requestTimeoutMs: number;
   logLevel: string;
@@ -80,11 +86,17 @@ export function readReportFlags(argv: readonly string[], env: NodeJS.ProcessEnv)
   if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(instance) || instance.length > MAX_INSTANCE) {
     fail(`--instance must be a name of letters, digits, ".", "_" and "-", at most ${MAX_INSTANCE} characters; got ${JSON.stringify(instance)}`);
   }
+  const webhookConfigName = flags['webhook-config-name'];
+  if (webhookConfigName === undefined) fail("--webhook-config-name is required: the name of drainguard's MutatingWebhookConfiguration (the chart passes it)");
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(webhookConfigName!) || webhookConfigName!.length > 253) {
+    fail(`--webhook-config-name must be a Kubernetes object name (lower-case letters, digits, "-" and "."); got ${JSON.stringify(webhookConfigName)}`);
+  }
   return {
     host: flags.host ?? '0.0.0.0',
     port,
     ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
     instance,
+    webhookConfigName: webhookConfigName!,
     maxReportAgeMs: maxReportAgeMs!,
     requestTimeoutMs: requestTimeoutMs!,
     logLevel,
@@ -108,6 +120,7 @@ export async function runReport(argv: readonly string[], env: NodeJS.ProcessEnv 
       logger,
       // A new process id per start: a restarted process never mistakes its predecessor's Events for its own.
       reporter: { instance: settings.instance, id: `${settings.instance}/${randomBytes(6).toString('hex')}` },
+      webhookConfigName: settings.webhookConfigName,
       maxReportAgeMs: settings.maxReportAgeMs,
       requestTimeoutMs: settings.requestTimeoutMs,
     });

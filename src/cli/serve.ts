@@ -9,6 +9,7 @@ import { isoTimeOncePerSecond } from '../server/log-time';
 import type { TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
 import { DEFAULT_LIMITS } from '../server/sizing';
+import { DEFAULT_RENEW_BEFORE_MS, DEFAULT_VALIDITY_MS } from '../certs/lifetimes';
 import { parseFlags, formatFlagHelp, type FlagSpecs } from './args';
 import { devLogStream } from './dev-log';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatExitCodes, UsageError, type ExitCodeTable } from './errors';
@@ -16,17 +17,20 @@ import { LOG_LEVELS, runUntilSignal, startFailure } from './service';
 
 const COMMAND = 'drainguard serve';
 
+/** Where the serving certificate comes from (the chart's certManager and secret modes mount files). */
+const TLS_MODES = ['files', 'self'] as const;
+
 export const SERVE_FLAGS = {
   host: { type: 'string', valueName: 'ADDR', description: 'listen address (default 0.0.0.0; 127.0.0.1 with --dev)' },
   port: { type: 'string', valueName: 'N', description: 'HTTPS port (default 8443; 0 picks a free one)' },
   config: { type: 'string', valueName: 'FILE', description: 'YAML configuration overriding the defaults' },
-  'log-level': { type: 'string', valueName: 'LEVEL', description: 'trace, debug, info (default), warn, error, fatal' },
+  'log-level': { type: 'string', valueName: 'LEVEL', values: LOG_LEVELS, description: 'trace, debug, info (default), warn, error, fatal' },
   'shutdown-delay': {
     type: 'string',
     valueName: 'DURATION',
     description: 'keep serving this long after SIGTERM while readiness fails (default 5s; 0s with --dev)',
   },
-  'tls-mode': { type: 'string', valueName: 'MODE', description: 'files (default) or self' },
+  'tls-mode': { type: 'string', valueName: 'MODE', values: TLS_MODES, description: 'files (default) or self' },
   'tls-cert': { type: 'string', valueName: 'FILE', description: 'files mode: serving certificate (PEM), reloaded on change' },
   'tls-key': { type: 'string', valueName: 'FILE', description: 'files mode: private key (PEM), reloaded on change' },
   namespace: { type: 'string', valueName: 'NS', description: 'self mode: namespace of the Secret and Service (default $POD_NAMESPACE)' },
@@ -38,6 +42,16 @@ export const SERVE_FLAGS = {
   },
   'service-name': { type: 'string', valueName: 'NAME', description: 'self mode: Service the API server calls (certificate names)' },
   kubeconfig: { type: 'string', valueName: 'FILE', description: 'self mode: kubeconfig (default: in-cluster service account)' },
+  'certificate-validity': {
+    type: 'string',
+    valueName: 'DURATION',
+    description: 'self mode: how long the CA and serving certificate are valid, whole hours, minutes or seconds (default 8760h, a year)',
+  },
+  'certificate-renew-before': {
+    type: 'string',
+    valueName: 'DURATION',
+    description: 'self mode: both are issued anew this long before either expires (default 720h); replicas check a quarter as often, at least every minute',
+  },
   'max-body-bytes': { type: 'string', valueName: 'N', description: 'largest request body accepted (default 3145728, 3 MiB); more is refused with 413' },
   'max-concurrent-admissions': {
     type: 'string',
@@ -163,7 +177,7 @@ function resolveSettings(flags: Flags) {
 
   const mode = flags['tls-mode'] ?? 'files';
   const given = (names: (keyof Flags)[]) => names.filter((name) => flags[name] !== undefined).map((n) => `--${n}`);
-  const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig']);
+  const selfFlags = given(['namespace', 'secret-name', 'webhook-config-name', 'service-name', 'kubeconfig', 'certificate-validity', 'certificate-renew-before']);
   const fileFlags = given(['tls-cert', 'tls-key']);
   // `dev` is resolved to files only when starting: generating certificates is not flag parsing.
   let tls: TlsSource | { mode: 'dev' } | undefined;
@@ -182,6 +196,9 @@ function resolveSettings(flags: Flags) {
     const required = { 'secret-name': flags['secret-name'], 'webhook-config-name': flags['webhook-config-name'], 'service-name': flags['service-name'] };
     const missing = Object.entries(required).filter(([, v]) => !v).map(([k]) => `--${k}`);
     if (missing.length > 0) fail(`--tls-mode self needs ${missing.join(', ')}`);
+    const validityMs = certificateDuration(flags['certificate-validity'], 'certificate-validity', DEFAULT_VALIDITY_MS, fail);
+    const renewBeforeMs = certificateDuration(flags['certificate-renew-before'], 'certificate-renew-before', DEFAULT_RENEW_BEFORE_MS, fail);
+    if (renewBeforeMs >= validityMs) fail(`--certificate-renew-before (${formatHours(renewBeforeMs)}) must be shorter than --certificate-validity (${formatHours(validityMs)})`);
     tls = {
       mode: 'self',
       namespace: namespace!,
@@ -189,9 +206,11 @@ function resolveSettings(flags: Flags) {
       webhookConfigName: required['webhook-config-name']!,
       serviceName: required['service-name']!,
       kube: flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {},
+      validityMs,
+      renewBeforeMs,
     };
   } else {
-    fail(`--tls-mode must be files or self; got '${mode}'`);
+    fail(`--tls-mode must be ${TLS_MODES.join(' or ')}; got '${mode}'`);
   }
   return {
     host: flags.host ?? (flags.dev ? '127.0.0.1' : '0.0.0.0'),
@@ -202,6 +221,22 @@ function resolveSettings(flags: Flags) {
     configFile: flags.config,
     tls: tls!,
   };
+}
+
+const CERTIFICATE_DURATION = /^([1-9][0-9]{0,6})(h|m|s)$/;
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 } as const;
+
+/** A certificate lifetime: whole hours, minutes or seconds (`8760h`, `90s`); `fallback` when not given. */
+function certificateDuration(value: string | undefined, name: string, fallback: number, fail: (message: string) => never): number {
+  if (value === undefined) return fallback;
+  const match = CERTIFICATE_DURATION.exec(value);
+  if (!match) return fail(`--${name} must be whole hours, minutes or seconds such as 8760h, 30m or 90s; got '${value}'`);
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
+
+function formatHours(ms: number): string {
+  for (const [unit, size] of Object.entries(UNIT_MS)) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
 /** A whole number flag within [min, max]; `fallback` when not given. */

@@ -7,14 +7,17 @@ import { ClusterAccessError, describeFailure, type ServerVersion } from '../chec
 import { KubeconfigError } from '../check/kubeconfig';
 import { VERSION } from '../version';
 import { formatFlagHelp, parseFlags, type FlagSpecs } from './args';
-import { connect, CONNECTION_FLAGS, INSTALLATION_FLAGS, installationNames, requestTimeout, usageError, type ClusterEnvironment } from './cluster-flags';
+import { connect, connectionFlags, INSTALLATION_FLAGS, installationNames, requestTimeout, usageError, type ClusterEnvironment } from './cluster-flags';
 import { EXIT_BUG, EXIT_BUG_MEANING, EXIT_OK, EXIT_USAGE, formatExitCodes, type ExitCodeTable } from './errors';
 
 const COMMAND = 'drainguard version';
 
+/** kubectl version waits this long by default for a server that does not answer; so do we. */
+const DEFAULT_REQUEST_TIMEOUT = '5s';
+
 export const VERSION_FLAGS = {
   client: { type: 'boolean', description: "print only this program's version; do not contact a cluster" },
-  ...CONNECTION_FLAGS,
+  ...connectionFlags(DEFAULT_REQUEST_TIMEOUT),
   ...INSTALLATION_FLAGS,
   output: { type: 'string', short: 'o', valueName: 'FORMAT', values: ['text', 'json'], description: 'text (default) or json' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
@@ -35,9 +38,6 @@ and the version of drainguard installed there (its Deployment), as kubectl versi
 ${formatFlagHelp(VERSION_FLAGS)}
 
 ${formatExitCodes(VERSION_EXIT_CODES)}`;
-
-/** kubectl version waits this long by default for a server that does not answer; so do we. */
-const DEFAULT_REQUEST_TIMEOUT = '5s';
 
 export interface InstalledDrainguard {
   /** The Deployment's `app.kubernetes.io/version` label; absent when it has none. */

@@ -1,10 +1,16 @@
-import type { Config } from './types';
-import { DRAIN_DEFAULTS } from '../drain-contract';
+import type { Config, DrainConfig } from './types';
+import { DRAIN_DEFAULTS, PROGRAM_NAME } from '../drain-contract';
 import { VERSION } from '../version';
 
+/** Where a release publishes the drain program's image (`npm run release` builds it: docs/development.md, "Release"). */
+export const DRAIN_IMAGE_REPOSITORY = 'ghcr.io/drainguard/envoy-shutdown';
+/** The executable's path in that image: its only file, at the root, so an image volume shows it at `<mountPath>/envoy-shutdown`. */
+export const DRAIN_IMAGE_PROGRAM_PATH = `/${PROGRAM_NAME}`;
+
 /**
- * Every default drainguard uses, in one place. README "Configuration" and the chart's values.yaml
- * mirror this object; a test keeps the three in step.
+ * Every default drainguard uses, in one place. docs/configuration.md's table and the chart's
+ * values.yaml mirror this object and DRAIN_SETTING_DEFAULTS below; tests keep them in step
+ * (test/unit/docs/configuration-table.test.ts, test/integration/chart/values.test.ts).
  */
 export function defaultConfig(): Config {
   return {
@@ -13,13 +19,14 @@ export function defaultConfig(): Config {
     shutdownManagerContainerName: 'shutdown-manager',
     sidecarMode: 'remove',
     installer: {
+      delivery: 'copy',
       containerName: 'drainguard-install',
-      image: `ghcr.io/drainguard/drainguard:${VERSION}`,
+      image: `${DRAIN_IMAGE_REPOSITORY}:${VERSION}`,
       imagePullPolicy: 'IfNotPresent',
-      programPath: '/opt/drainguard/envoy-shutdown/envoy-shutdown',
+      programPath: DRAIN_IMAGE_PROGRAM_PATH,
       installDirectory: 'drainguard',
-      fallbackVolumeName: 'drainguard',
-      fallbackMountPath: '/drainguard',
+      volumeName: 'drainguard',
+      mountPath: '/drainguard',
     },
     requests: {
       envoy: { cpu: '100m', memory: '128Mi' },
@@ -37,17 +44,24 @@ export function defaultConfig(): Config {
       startupFailureThreshold: 30,
       terminationGracePeriodSeconds: 10,
     },
-    drain: {
-      deadlineMarginSeconds: 10,
-      // The drain program's own defaults, so a hook written with defaults means what the program assumes.
-      drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
-      minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
-      minConnections: DRAIN_DEFAULTS.minConnections,
-      pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
-    },
+    // Nothing set: the drain settings default below, after the replaced component's (DrainConfig).
+    drain: {},
     gracePeriodFloor: {
       enabled: false,
       minimumSeconds: 60,
     },
   };
 }
+
+/**
+ * drainguard's own drain defaults: what a drain setting is when neither the pod, nor the replaced
+ * component at its release, nor the operator's configuration gives it.
+ */
+export const DRAIN_SETTING_DEFAULTS: Readonly<Required<DrainConfig>> = {
+  deadlineMarginSeconds: 10,
+  // The drain program's own defaults, so a hook written with defaults means what the program assumes.
+  drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
+  minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
+  minConnections: DRAIN_DEFAULTS.minConnections,
+  pollIntervalSeconds: DRAIN_DEFAULTS.pollIntervalSeconds,
+};

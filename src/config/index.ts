@@ -1,3 +1,3 @@
 export * from './types';
-export { defaultConfig } from './defaults';
+export { defaultConfig, DRAIN_SETTING_DEFAULTS } from './defaults';
 export { ConfigError, loadConfigFile, parseConfig } from './load';

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { isValidQuantity } from '../k8s/quantity';
 import { isDnsLabel } from '../k8s/validate';
+import { PROGRAM_NAME } from '../drain-contract';
 import { defaultConfig } from './defaults';
 import { DRAIN_SETTING_RANGES, type Range } from './ranges';
 import type { Config } from './types';
@@ -30,6 +31,9 @@ const absolutePath: Check = (v) =>
   typeof v === 'string' && /^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/.test(v) && !v.split('/').includes('..')
     ? undefined
     : 'must be an absolute path other than "/" (letters, digits, ".", "_", "-", "/"; no "..")';
+/** The drain program's path in its image: the webhook recognises its own hook by the program's name. */
+const programPath: Check = (v) =>
+  absolutePath(v) === undefined && (v as string).endsWith(`/${PROGRAM_NAME}`) ? undefined : `must be an absolute path whose last part is ${PROGRAM_NAME}`;
 const pathSegment: Check = (v) =>
   typeof v === 'string' && /^[A-Za-z0-9._-]+$/.test(v) && v !== '.' && v !== '..' ? undefined : 'must be a single directory name (letters, digits, ".", "_", "-")';
 const quantity: Check = (v) =>
@@ -56,13 +60,14 @@ const SCHEMA: Schema<Config> = {
   shutdownManagerContainerName: dnsLabel,
   sidecarMode: oneOf('remove', 'disarm'),
   installer: {
+    delivery: oneOf('copy', 'image-volume'),
     containerName: dnsLabel,
     image: text,
     imagePullPolicy: oneOf('Always', 'IfNotPresent', 'Never'),
-    programPath: absolutePath,
+    programPath,
     installDirectory: pathSegment,
-    fallbackVolumeName: dnsLabel,
-    fallbackMountPath: absolutePath,
+    volumeName: dnsLabel,
+    mountPath: absolutePath,
   },
   requests: { envoy: requests, installer: requests, sidecar: requests },
   shutdownProgramMemory: quantity,

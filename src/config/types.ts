@@ -12,20 +12,35 @@ export interface ResourceRequests {
 /** What to do with a recognised shutdown-manager sidecar. */
 export type SidecarMode = 'remove' | 'disarm';
 
+/**
+ * How the drain program reaches Envoy (docs/pod-changes.md, "How the drain program reaches Envoy"):
+ * `copy`, an init container copies it into a volume Envoy mounts; `image-volume`, Envoy mounts the
+ * drain program's image itself as an image volume (Kubernetes 1.35 or newer, docs/configuration.md).
+ */
+export type Delivery = 'copy' | 'image-volume';
+
 export interface InstallerConfig {
-  /** Name of the init container drainguard appends. */
+  delivery: Delivery;
+  /** Name of the init container drainguard appends (copy). */
   containerName: string;
-  /** drainguard's own image (the chart sets it to its own image and tag). */
+  /**
+   * The drain program's image, which holds the executable and nothing else: the init container's image
+   * (copy) or the image volume's reference (image-volume). The chart sets it to its release's image, by digest.
+   */
   image: string;
+  /** The init container's imagePullPolicy, and the image volume's pullPolicy. */
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /** Absolute path of the `envoy-shutdown` executable inside `image`. */
   programPath: string;
-  /** Directory created inside the bootstrap volume that receives the program. */
+  /** Directory created inside the bootstrap volume that receives the program (copy). */
   installDirectory: string;
-  /** Name of the emptyDir volume added when the bootstrap volume cannot be written. */
-  fallbackVolumeName: string;
-  /** Where the fallback volume is mounted in Envoy (read-only) and in the installer. */
-  fallbackMountPath: string;
+  /**
+   * drainguard's own volume: the emptyDir the program is copied into when the bootstrap volume cannot
+   * take it (copy), or the image volume (image-volume).
+   */
+  volumeName: string;
+  /** Where Envoy mounts drainguard's own volume, read-only (and the installer, for the emptyDir). */
+  mountPath: string;
 }
 
 /**
@@ -46,17 +61,26 @@ export interface LivenessConfig {
   terminationGracePeriodSeconds: number;
 }
 
+/**
+ * The drain settings the operator set in the configuration (`--config`, the chart's `config.drain.*`),
+ * each absent unless set. Absent is not "the default": a setting the operator set outranks the
+ * replaced component's default at its release, and drainguard's own default
+ * (`DRAIN_SETTING_DEFAULTS` in defaults.ts) does not (docs/configuration.md, "Where a drain setting
+ * comes from"). So the value and whether it was set are one field, which no code can set without it
+ * counting as set; the plan (src/mutate/plan/timing.ts) is the one reader, and it records where each
+ * value came from.
+ */
 export interface DrainConfig {
   /** preStop deadline = effective grace period - this margin (leaves room for Envoy's own exit). */
-  deadlineMarginSeconds: number;
+  deadlineMarginSeconds?: number;
   /** Wait before failing health checks (load balancer deregistration). */
-  drainDelaySeconds: number;
+  drainDelaySeconds?: number;
   /** Never finish the drain earlier than this. */
-  minDrainSeconds: number;
+  minDrainSeconds?: number;
   /** The drain is complete when active downstream connections are at or below this. */
-  minConnections: number;
+  minConnections?: number;
   /** Poll interval of the drain program, in seconds. */
-  pollIntervalSeconds: number;
+  pollIntervalSeconds?: number;
 }
 
 export interface GracePeriodFloorConfig {

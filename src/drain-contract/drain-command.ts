@@ -21,7 +21,7 @@ export interface DrainArguments {
   minConnections: number;
   pollIntervalMs: number;
   requestTimeoutMs: number;
-  /** Listener stat segments (e.g. `0.0.0.0_8002`) matching any of these patterns are not counted. */
+  /** Listener stat segments (e.g. `0.0.0.0_8002`) and UDP proxies' stat prefixes matching any of these patterns are not counted. */
   excludeListeners: string[];
   /** Ask for `drain_listeners?inboundonly` (honoured only on Envoy ≥ 1.34). */
   inboundOnly: boolean;
@@ -70,7 +70,7 @@ export const DRAIN_FLAGS = {
     setting: 'minConnections',
     kind: 'count',
     default: `${DRAIN_DEFAULTS.minConnections}`,
-    help: 'exit once counted connections are at or below this',
+    help: 'exit once counted connections and UDP sessions together are at or below this',
   },
   'poll-interval': {
     setting: 'pollIntervalMs',
@@ -83,7 +83,7 @@ export const DRAIN_FLAGS = {
     setting: 'excludeListeners',
     kind: 'listener-pattern',
     repeatable: true,
-    help: 'do not count listeners whose stat name segment (e.g. 0.0.0.0_8002) matches PATTERN (^ and $ anchor, . is any character; e.g. _8002$)',
+    help: 'do not count listeners (or UDP proxies) whose stat name segment (e.g. 0.0.0.0_8002, a UDP stat prefix) matches PATTERN (^ and $ anchor, . is any character; e.g. _8002$)',
   },
   'request-timeout': {
     setting: 'requestTimeoutMs',

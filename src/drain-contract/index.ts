@@ -9,12 +9,14 @@
  * as a static executable without Node's APIs.
  *
  * One file per concern: limits.ts, duration.ts, paths.ts, admin-address.ts, listener-pattern.ts,
- * usage-error.ts, flags.ts (the parser) and drain-command.ts (the drain flag table). Each imports
+ * usage-error.ts, flags.ts (the parser), drain-command.ts (the drain flag table) and envoy-releases.ts
+ * (which admin calls each Envoy release gets). Each imports
  * nothing outside this folder and nothing from Node (test/unit/import-graph.test.ts).
  */
 export * from './admin-address';
 export * from './drain-command';
 export * from './duration';
+export * from './envoy-releases';
 export * from './flags';
 export * from './limits';
 export * from './listener-pattern';

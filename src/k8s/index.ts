@@ -126,9 +126,16 @@ export interface Container {
   [key: string]: unknown;
 }
 
+/** An image volume (KEP-4639): an OCI image mounted read-only. */
+export interface ImageVolumeSource {
+  reference?: string;
+  pullPolicy?: string;
+}
+
 export interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: Quantity };
+  image?: ImageVolumeSource;
   configMap?: unknown;
   secret?: unknown;
   [key: string]: unknown;

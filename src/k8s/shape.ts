@@ -75,7 +75,16 @@ const POD: Shape = {
         containers: { list: container },
         initContainers: { list: container },
         ephemeralContainers: { list: container },
-        volumes: { list: { object: { name: 'string', emptyDir: { object: { medium: 'string', sizeLimit: 'quantity' } } }, required: ['name'] } },
+        volumes: {
+          list: {
+            object: {
+              name: 'string',
+              emptyDir: { object: { medium: 'string', sizeLimit: 'quantity' } },
+              image: { object: { reference: 'string', pullPolicy: 'string' } },
+            },
+            required: ['name'],
+          },
+        },
         securityContext: { object: { ...securityIds, fsGroup: 'integer' } },
         terminationGracePeriodSeconds: 'integer',
       },

@@ -16,29 +16,12 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { ApiFailure } from './failure';
 
 /** An answer with its status, whatever the status. */
 export interface KubeAnswer {
   status: number;
   text: string;
-}
-
-/** No answer came: the connection failed, or the server was silent past the timeout. */
-export class KubeRequestError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KubeRequestError';
-  }
-}
-
-/** The `message` of a Kubernetes Status body, or '' when the text is not one. */
-export function statusMessage(text: string): string {
-  try {
-    const message = (JSON.parse(text) as { message?: unknown } | null)?.message;
-    return typeof message === 'string' ? message : '';
-  } catch {
-    return '';
-  }
 }
 
 /** A path segment (a name or namespace) as it goes into a URL. */
@@ -95,7 +78,7 @@ export class KubeApiClient {
     this.secure = this.base.protocol === 'https:';
   }
 
-  /** A request with an optional JSON body (or text in `contentType`); resolves with any status, rejects only when no answer came. */
+  /** A request with an optional JSON body (or text in `contentType`); resolves with any status, rejects (an ApiFailure without a status) only when no answer came. */
   async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<KubeAnswer> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const chunks: Buffer[] = [];
@@ -155,7 +138,7 @@ export class KubeApiClient {
       };
       // Ended on purpose (`signal`): resolved as if the server had ended it, whatever error that raised.
       const fail = (error: unknown) =>
-        settle(() => (signal?.aborted ? resolve(0) : reject(error instanceof KubeRequestError ? error : new KubeRequestError(`${method} ${path}: ${describe(error)}`, { cause: error }))));
+        settle(() => (signal?.aborted ? resolve(0) : reject(error instanceof ApiFailure ? error : new ApiFailure(`${method} ${path}: ${describe(error)}`, undefined, { cause: error }))));
       const req: ClientRequest = (this.secure ? httpsRequest : httpRequest)(target, (res: IncomingMessage) => {
         const status = res.statusCode ?? 0;
         const ok = status >= 200 && status < 300;
@@ -170,11 +153,11 @@ export class KubeApiClient {
         });
         res.on('end', () => settle(() => resolve(status)));
         res.on('close', () => {
-          if (!res.complete) fail(new KubeRequestError(`${method} ${path}: the answer was cut short`));
+          if (!res.complete) fail(new ApiFailure(`${method} ${path}: the answer was cut short`, undefined));
         });
         res.on('error', fail);
       });
-      req.setTimeout(idleTimeoutMs, () => req.destroy(new KubeRequestError(`${method} ${path}: nothing received for ${idleTimeoutMs} ms`)));
+      req.setTimeout(idleTimeoutMs, () => req.destroy(new ApiFailure(`${method} ${path}: nothing received for ${idleTimeoutMs} ms`, undefined)));
       req.on('error', fail);
       req.end(payload);
     });

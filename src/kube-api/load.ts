@@ -19,6 +19,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { KubeApiClient } from './client';
 
 type ClientModule = typeof import('@kubernetes/client-node', { with: { 'resolution-mode': 'import' } });
 
@@ -62,6 +63,13 @@ export interface KubeConnectionOptions {
   kubeconfigPath?: string;
   /** A ready KubeConfig (tests build one for the API double). Wins over `kubeconfigPath`. */
   kubeConfig?: k8s.KubeConfig;
+  /** A ready client (tests record and hold its requests). Wins over the others. */
+  client?: KubeApiClient;
+}
+
+/** The client of `options`: the one given, or one of the KubeConfig they name. */
+export async function kubeApiClientFor(options: KubeConnectionOptions, timeoutMs: number): Promise<KubeApiClient> {
+  return options.client ?? new KubeApiClient(await kubeConfigFor(options), timeoutMs);
 }
 
 export async function kubeConfigFor(options: KubeConnectionOptions): Promise<k8s.KubeConfig> {

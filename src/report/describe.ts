@@ -4,7 +4,7 @@
  * names come from a record the strict reader accepted (bounded, printable); nothing else of the pod
  * is quoted.
  */
-import type { OpenListener } from '../drain-record';
+import type { FinishedRecord, OpenListener, OpenUdpProxy } from '../drain-record';
 import type { Termination } from './termination';
 
 export interface EventText {
@@ -24,7 +24,7 @@ export type EventReason =
   | 'DrainRecordUnreadable'
   | 'EnvoyExited';
 
-/** Listeners named in a message; the rest are counted. */
+/** Listeners (and UDP proxies) named in a message; the rest are counted. */
 const LISTENERS_NAMED = 3;
 
 /** `14 s`, `1.5 s`, `290 s`: whole seconds from 10 s on, tenths below. */
@@ -45,6 +45,28 @@ export function describeListeners(listeners: readonly OpenListener[], omitted: n
   return ` on listeners ${named.join(', ')}${more > 0 ? `, and ${more} more` : ''}`;
 }
 
+/** `on UDP proxy dns`, `on UDP proxies game (12), dns (3), and 1 more`. */
+export function describeUdpProxies(proxies: readonly OpenUdpProxy[], omitted: number): string {
+  if (proxies.length === 0) return '';
+  if (proxies.length === 1 && omitted === 0) return ` on UDP proxy ${proxies[0]!.name}`;
+  const named = proxies.slice(0, LISTENERS_NAMED).map((proxy) => `${proxy.name} (${proxy.sessions})`);
+  const more = proxies.length - named.length + omitted;
+  return ` on UDP proxies ${named.join(', ')}${more > 0 ? `, and ${more} more` : ''}`;
+}
+
+/** UDP sessions left at the end of a record, 0 for a program that did not count them or when unknown. */
+const sessionsLeft = (record: FinishedRecord): number => record.udpSessionsAtEnd ?? 0;
+
+/** `3 connections`, `3 connections and 2 UDP sessions`, `2 UDP sessions`. */
+function openCount(connections: number, sessions: number): string {
+  if (sessions === 0) return plural(connections, 'connection');
+  if (connections === 0) return plural(sessions, 'UDP session');
+  return `${plural(connections, 'connection')} and ${plural(sessions, 'UDP session')}`;
+}
+
+/** What a UDP session left at the deadline needs: it ends only after its idle timeout. */
+const UDP_ADVICE = "a UDP session ends only once its idle timeout passes without a datagram (the UDP proxy's idle_timeout, 60 s by default), so";
+
 export function describeTermination(termination: Termination): EventText {
   const { outcome, ended } = termination;
   switch (outcome.kind) {
@@ -55,17 +77,22 @@ export function describeTermination(termination: Termination): EventText {
       switch (outcome.reason) {
         case 'drained': {
           const start = record.connectionsAtStart;
-          const end = record.connectionsAtEnd ?? 0;
-          const drained = start === null ? `drained in ${duration} (connections at the start unknown)` : `drained ${plural(start, 'connection')} in ${duration}`;
+          const end = (record.connectionsAtEnd ?? 0) + sessionsLeft(record);
+          const drained =
+            start === null ? `drained in ${duration} (connections at the start unknown)` : `drained ${openCount(start, record.udpSessionsAtStart ?? 0)} in ${duration}`;
           const left = end > 0 ? `; ${end} still open at the end, within drainguard.io/min-connections` : '';
           return { type: 'Normal', reason: 'Drained', message: `${drained}${left}` };
         }
         case 'deadline': {
           const end = record.connectionsAtEnd;
+          const sessions = sessionsLeft(record);
+          const where = [describeListeners(record.openListeners, record.openListenersOmitted), describeUdpProxies(record.openUdpProxies ?? [], record.openUdpProxiesOmitted ?? 0)]
+            .filter((part) => part !== '')
+            .join(',');
           const what =
             end === null
               ? `the ${deadline} deadline ended with the number of open connections unknown (Envoy's listener stats could not be read): make them readable (no stats_matcher hiding listener.*), or`
-              : `${plural(end, 'connection')} still open${describeListeners(record.openListeners, record.openListenersOmitted)} when the ${deadline} deadline ended:`;
+              : `${openCount(end, sessions)} still open${where} when the ${deadline} deadline ended:${sessions > 0 ? ` ${UDP_ADVICE}` : ''}`;
           return { type: 'Warning', reason: 'DrainDeadline', message: `${what} raise terminationGracePeriodSeconds or set drainguard.io/min-connections` };
         }
         case 'admin-unreachable':
@@ -77,7 +104,7 @@ export function describeTermination(termination: Termination): EventText {
               `(drainguard check shows it; drainguard.io/admin-address sets it) and that Envoy was still running`,
           };
         case 'signal': {
-          const left = record.connectionsAtEnd === null ? '' : ` with ${plural(record.connectionsAtEnd, 'connection')} still open`;
+          const left = record.connectionsAtEnd === null ? '' : ` with ${openCount(record.connectionsAtEnd, sessionsLeft(record))} still open`;
           return {
             type: 'Warning',
             reason: 'DrainStopped',

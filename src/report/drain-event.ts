@@ -4,7 +4,7 @@
  * the pod's workload. Both carry a label to find them by and an annotation with the drain's outcome
  * as data, so `check` never parses a message. Pure.
  */
-import type { OpenListener } from '../drain-record';
+import type { OpenListener, OpenUdpProxy } from '../drain-record';
 import type { EventText } from './describe';
 import { EXIT_REASONS, type ExitReason, type Termination } from './termination';
 
@@ -37,6 +37,12 @@ export interface DrainSummary {
   connectionsAtEnd: number | null;
   /** The listeners still holding connections at the end, most first (at most SUMMARY_LISTENERS). */
   openListeners: OpenListener[];
+  /**
+   * UDP sessions left at the end, and the UDP proxies holding them (at most SUMMARY_LISTENERS); absent
+   * when the drain program did not count them (and in summaries written before it did).
+   */
+  udpSessionsAtEnd?: number | null;
+  openUdpProxies?: OpenUdpProxy[];
   /** For `exited`: the runtime's reason, one of EXIT_REASONS. */
   exitReason?: ExitReason;
 }
@@ -67,6 +73,9 @@ export function summaryOf(termination: Termination): DrainSummary {
         connectionsAtStart: record.connectionsAtStart,
         connectionsAtEnd: record.connectionsAtEnd,
         openListeners: record.openListeners.slice(0, SUMMARY_LISTENERS),
+        ...(record.udpSessionsAtEnd === undefined
+          ? {}
+          : { udpSessionsAtEnd: record.udpSessionsAtEnd, openUdpProxies: (record.openUdpProxies ?? []).slice(0, SUMMARY_LISTENERS) }),
       };
     }
     case 'interrupted': {
@@ -111,7 +120,7 @@ export function readSummary(text: unknown): DrainSummary | undefined {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
   const value = parsed as Record<string, unknown>;
   if (value.format !== SUMMARY_FORMAT) return undefined;
-  const { workload, pod, container, outcome, finishedAt, durationMs, deadlineMs, connectionsAtStart, connectionsAtEnd, openListeners, exitReason } = value;
+  const { workload, pod, container, outcome, finishedAt, durationMs, deadlineMs, connectionsAtStart, connectionsAtEnd, openListeners, exitReason, udpSessionsAtEnd, openUdpProxies } = value;
   if (typeof workload !== 'string' || !WORKLOAD.test(workload)) return undefined;
   if (typeof pod !== 'string' || !NAME.test(pod) || typeof container !== 'string' || !NAME.test(container)) return undefined;
   if (typeof outcome !== 'string' || !(DRAIN_OUTCOMES as readonly string[]).includes(outcome)) return undefined;
@@ -126,6 +135,19 @@ export function readSummary(text: unknown): DrainSummary | undefined {
     listeners.push({ name: listener.name, connections: listener.connections });
   }
   if (exitReason !== undefined && (outcome !== 'exited' || !(EXIT_REASONS as readonly string[]).includes(exitReason as string))) return undefined;
+  // The UDP fields come together or not at all (a summary of a drain that did not count UDP sessions).
+  if ((udpSessionsAtEnd === undefined) !== (openUdpProxies === undefined)) return undefined;
+  let udp: Pick<DrainSummary, 'udpSessionsAtEnd' | 'openUdpProxies'> = {};
+  if (udpSessionsAtEnd !== undefined) {
+    if (!countOrNull(udpSessionsAtEnd, MAX_COUNT) || !Array.isArray(openUdpProxies) || openUdpProxies.length > SUMMARY_LISTENERS) return undefined;
+    const proxies: OpenUdpProxy[] = [];
+    for (const entry of openUdpProxies as unknown[]) {
+      const proxy = entry as { name?: unknown; sessions?: unknown } | null;
+      if (typeof proxy?.name !== 'string' || !LISTENER.test(proxy.name) || !isCount(proxy.sessions, MAX_COUNT)) return undefined;
+      proxies.push({ name: proxy.name, sessions: proxy.sessions });
+    }
+    udp = { udpSessionsAtEnd, openUdpProxies: proxies };
+  }
   return {
     workload,
     pod,
@@ -137,6 +159,7 @@ export function readSummary(text: unknown): DrainSummary | undefined {
     connectionsAtStart,
     connectionsAtEnd,
     openListeners: listeners,
+    ...udp,
     ...(exitReason !== undefined ? { exitReason: exitReason as ExitReason } : {}),
   };
 }

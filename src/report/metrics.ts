@@ -16,6 +16,7 @@ export const DRAIN_METRIC_NAMES = [
   'drainguard_drains_total',
   'drainguard_drain_duration_seconds',
   'drainguard_drain_connections_left',
+  'drainguard_drain_udp_sessions_left',
   'drainguard_terminations_unreported_total',
   'drainguard_envoy_exits_total',
   'drainguard_drain_records_unreadable_total',
@@ -50,6 +51,13 @@ export class ReporterMetrics {
   private readonly connectionsLeft = new Histogram({
     name: 'drainguard_drain_connections_left',
     help: 'Connections still open when a drain ended, when the drain knew the count',
+    labelNames: ['namespace', 'workload'] as const,
+    buckets: CONNECTIONS_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly udpSessionsLeft = new Histogram({
+    name: 'drainguard_drain_udp_sessions_left',
+    help: "UDP sessions still open when a drain ended (a UDP proxy's session ends only at its idle timeout), when the drain counted them",
     labelNames: ['namespace', 'workload'] as const,
     buckets: CONNECTIONS_BUCKETS,
     registers: [this.registry],
@@ -92,6 +100,12 @@ export class ReporterMetrics {
     labelNames: ['namespace', 'workload'] as const,
     registers: [this.registry],
   });
+  private readonly ignored = new Counter({
+    name: 'drainguard_reporter_terminations_ignored_total',
+    help: "Terminations of pods that carry drainguard's label and hook in a namespace drainguard's webhook does not select: not drainguard's, so not reported",
+    labelNames: ['namespace'] as const,
+    registers: [this.registry],
+  });
   private readonly abandoned = new Counter({
     name: 'drainguard_reporter_reports_abandoned_total',
     help: 'Terminations the reporter could not report before they were older than --max-report-age (the API refused or failed every attempt)',
@@ -115,6 +129,8 @@ export class ReporterMetrics {
         this.drains.inc({ ...labels, reason: outcome.reason });
         this.duration.observe(labels, outcome.record.durationMs / 1000);
         if (outcome.record.connectionsAtEnd !== null) this.connectionsLeft.observe(labels, outcome.record.connectionsAtEnd);
+        // Not for a program that did not count them (undefined), nor when the count was unknown (null).
+        if (typeof outcome.record.udpSessionsAtEnd === 'number') this.udpSessionsLeft.observe(labels, outcome.record.udpSessionsAtEnd);
         return;
       case 'interrupted': {
         this.drains.inc({ ...labels, reason: 'interrupted' });
@@ -138,6 +154,10 @@ export class ReporterMetrics {
 
   recordUnseen(namespace: string, workload: string): void {
     this.unseen.inc({ namespace, workload });
+  }
+
+  recordIgnored(namespace: string): void {
+    this.ignored.inc({ namespace });
   }
 
   recordAbandoned(): void {

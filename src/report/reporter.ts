@@ -24,30 +24,14 @@
  * until the termination is too old.
  */
 import type { Logger } from 'pino';
+import { ApiFailure } from '../kube-api/failure';
 import { describeTermination } from './describe';
 import { podEvent, workloadEvent, type EventBody, type InvolvedObject, type Reporter } from './drain-event';
 import type { ReporterMetrics } from './metrics';
 import type { ControllerRef, PodView, WatchedPod } from './pod-view';
 import { terminationsOf, type Termination } from './termination';
 
-/** A request the API server refused or did not answer. */
-export class ApiFailure extends Error {
-  /** `status`: the HTTP status, or undefined when no answer came. */
-  constructor(
-    message: string,
-    readonly status: number | undefined,
-  ) {
-    super(message);
-    this.name = 'ApiFailure';
-  }
-
-  /** The request may have taken effect (no answer, a timeout, a 5xx): a later 409 could be this process's own create. */
-  get maybeApplied(): boolean {
-    return this.status === undefined || this.status >= 500;
-  }
-}
-
-/** The Kubernetes calls the reporter makes (./kube.ts implements them with client-node). */
+/** The Kubernetes calls the reporter makes (./kube.ts implements them over src/kube-api's client). */
 export interface ReporterApi {
   /** `exists`: 409 AlreadyExists. Throws ApiFailure for anything else but success. */
   createEvent(event: EventBody): Promise<'created' | 'exists'>;
@@ -57,8 +41,18 @@ export interface ReporterApi {
   replicaSetController(namespace: string, name: string): Promise<ControllerRef | undefined>;
 }
 
+export type ScopeVerdict = { admitted: true } | { admitted: false; why: string };
+
+/** Whether drainguard's webhook could have admitted a pod of a namespace (./admission-scope.ts watches it). */
+export interface NamespaceScope {
+  /** Rejects with an ApiFailure while the answer cannot be known (not listed yet, the API failing): the report is retried. */
+  admits(namespace: string): Promise<ScopeVerdict>;
+}
+
 export interface ReporterOptions {
   api: ReporterApi;
+  /** Only terminations of pods in namespaces it admits are reported; the others are counted as ignored. */
+  scope: NamespaceScope;
   metrics: ReporterMetrics;
   logger: Logger;
   reporter: Reporter;
@@ -92,6 +86,7 @@ const REPLICA_SET_CACHE = 4096;
 
 export class DrainReporter {
   private readonly api: ReporterApi;
+  private readonly scope: NamespaceScope;
   private readonly metrics: ReporterMetrics;
   private readonly logger: Logger;
   private readonly reporter: Reporter;
@@ -112,6 +107,7 @@ export class DrainReporter {
 
   constructor(options: ReporterOptions) {
     this.api = options.api;
+    this.scope = options.scope;
     this.metrics = options.metrics;
     this.logger = options.logger;
     this.reporter = options.reporter;
@@ -214,6 +210,8 @@ export class DrainReporter {
     try {
       if (job.stage === 'pod') {
         if (this.tooOld(termination, job.seenAtMs)) return this.abandon(job, 'its pod Event could not be created before it was older than --max-report-age');
+        const verdict = await this.scope.admits(termination.namespace);
+        if (!verdict.admitted) return this.ignore(job, verdict.why);
         const event = podEvent(termination, text, this.reporter, now);
         const answer = await this.createPodEvent(job, event);
         if (answer === 'counted') {
@@ -279,6 +277,13 @@ export class DrainReporter {
       this.pump();
     }, delay);
     job.timer.unref();
+  }
+
+  /** A termination of a pod drainguard never protected, whatever its labels and hooks say: counted, logged, not reported. */
+  private ignore(job: Job, why: string): void {
+    this.metrics.recordIgnored(job.termination.namespace);
+    this.logger.warn({ pod: describePod(job.termination), container: job.termination.container }, `termination not reported: ${why}`);
+    this.finish(job);
   }
 
   private abandon(job: Job, why: string): void {

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
 import { KubeApiClient } from '../kube-api/client';
+import { watchAdmissionScope, type AdmissionScopeWatch } from './admission-scope';
 import type { Reporter } from './drain-event';
 import { kubernetesReporterApi, watchProtectedPods, type PodWatch } from './kube';
 import { ReporterMetrics } from './metrics';
@@ -25,6 +26,8 @@ export interface ReporterSettings {
   port: number;
   logger: Logger;
   reporter: Reporter;
+  /** drainguard's MutatingWebhookConfiguration: only pods of namespaces its namespaceSelector selects are reported. */
+  webhookConfigName: string;
   maxReportAgeMs: number;
   requestTimeoutMs: number;
   /** Tests shorten the retry and restart delays. */
@@ -63,8 +66,13 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   const { logger } = settings;
   const metrics = new ReporterMetrics();
   const client = new KubeApiClient(settings.kubeConfig, settings.requestTimeoutMs);
+  /** Set once the port is bound (below), with the pod watch. */
+  let scope: AdmissionScopeWatch | undefined;
   const reporter = new DrainReporter({
     api: kubernetesReporterApi(client),
+    scope: {
+      admits: (namespace) => scope!.admits(namespace),
+    },
     metrics,
     logger,
     reporter: settings.reporter,
@@ -79,9 +87,9 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
     const route = req.method === 'GET' || req.method === 'HEAD' ? routeOf(req) : undefined;
     if (route === '/healthz') return send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
     if (route === '/readyz') {
-      // Ready once the first list is in and while the watch works: the Service then only lists
+      // Ready once the first lists are in and while the watches work: the Service then only lists
       // replicas whose metrics mean something.
-      const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy;
+      const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy && scope !== undefined && scope.synced && scope.healthy;
       return send(res, ready ? 200 : 503, 'text/plain; charset=utf-8', ready ? 'ready\n' : 'not ready\n');
     }
     if (route === '/metrics') return send(res, 200, metrics.registry.contentType, await metrics.registry.metrics());
@@ -102,6 +110,12 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   server.listen(settings.port, settings.host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
+  scope = watchAdmissionScope(client, {
+    webhookConfigName: settings.webhookConfigName,
+    logger,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
+  });
   const podWatch = watchProtectedPods(client, {
     handlers: { seen: (pod) => reporter.observe(pod), deleted: (pod) => reporter.deleted(pod), vanished: (pod) => reporter.vanished(pod) },
     logger,
@@ -124,6 +138,7 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
     async shutdown() {
       shuttingDown = true;
       await podWatch.stop();
+      await scope?.stop();
       reporter.stop();
       client.close();
       const closed = once(server, 'close');

@@ -5,8 +5,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types';
 import { CertificateFileWatcher, readCertificateFiles } from '../certs/watch-files';
-import type { SelfManagedCertificates } from '../certs/self-managed';
-import { notAfter } from '../certs/inspect';
+import type { SelfManagedCertificates, ServingMaterial } from '../certs/self-managed';
+import { notAfter, splitPemBundle } from '../certs/inspect';
 import { kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
 import { WebhookServer, type WebhookServerOptions } from './webhook-server';
 
@@ -19,9 +19,14 @@ export type TlsSource =
       webhookConfigName: string;
       serviceName: string;
       kube: KubeConnectionOptions;
-      validityDays?: number;
-      renewBeforeDays?: number;
-      /** How often to re-read the Secret (adopt another replica's renewal) and renew when due. */
+      /** How long the CA and serving certificate are valid (default 365 days). */
+      validityMs?: number;
+      /** How long before they expire they are renewed (default 30 days). */
+      renewBeforeMs?: number;
+      /**
+       * How often to re-read the Secret (adopt another replica's renewal) and renew when due: a quarter
+       * of renewBeforeMs, at most a minute (a renewal window is never missed).
+       */
       checkIntervalMs?: number;
       now?: () => Date;
     };
@@ -41,6 +46,8 @@ export interface RunningWebhook {
   server: WebhookServer;
   /** Self mode: the reconciler (tests drive renewal through it). */
   certificates?: SelfManagedCertificates;
+  /** Self mode: one check of the Secret now, as the periodic one does (tests drive the loop with it). */
+  checkCertificates?: () => Promise<void>;
   /** Resolves once the first certificate is being served. */
   certificateLoaded: Promise<void>;
   /** Graceful: the full shutdown sequence. */
@@ -83,14 +90,18 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
     serviceName: tls.serviceName,
     store: await kubernetesSecretStore(tls.kube, { namespace: tls.namespace, name: tls.secretName }),
     publisher: await kubernetesCaBundlePublisher(tls.kube, tls.webhookConfigName),
-    ...(tls.validityDays !== undefined ? { validityDays: tls.validityDays } : {}),
-    ...(tls.renewBeforeDays !== undefined ? { renewBeforeDays: tls.renewBeforeDays } : {}),
+    ...(tls.validityMs !== undefined ? { validityMs: tls.validityMs } : {}),
+    ...(tls.renewBeforeMs !== undefined ? { renewBeforeMs: tls.renewBeforeMs } : {}),
     ...(tls.now ? { now: tls.now } : {}),
   });
   const server = await WebhookServer.start({ ...base, ...(tls.now ? { now: tls.now } : {}) });
-  const loop = new ReconcileLoop(certificates, server, logger, tls.checkIntervalMs ?? 60_000);
+  const interval = tls.checkIntervalMs ?? Math.min(MAX_CHECK_INTERVAL_MS, certificates.renewBeforeMs / 4);
+  const loop = new ReconcileLoop(certificates, server, logger, interval, tls.now ?? (() => new Date()));
   const certificateLoaded = loop.start();
-  return { server, certificates, certificateLoaded, ...stopSourceFirst(() => loop.stop(), server) };
+  const checkCertificates = async () => {
+    await loop.check();
+  };
+  return { server, certificates, checkCertificates, certificateLoaded, ...stopSourceFirst(() => loop.stop(), server) };
 }
 
 /**
@@ -110,17 +121,31 @@ function stopSourceFirst(stopSource: () => void, server: WebhookServer): Pick<Ru
   };
 }
 
-/** Reconciles at start (retrying with backoff until it works), then every interval. */
+const MAX_CHECK_INTERVAL_MS = 60_000;
+
+/**
+ * Reconciles at start (retrying with backoff until it works), then every interval.
+ *
+ * A new certificate (this replica's renewal, or another's it adopts) is served from the check after the
+ * one that saw it published, not at once: kube-apiserver learns of a new caBundle through its watch of
+ * the webhook configuration, a moment after the patch is accepted, and until then it verifies the
+ * webhook with the bundle it had, which holds only the old CA. The certificate served meanwhile is
+ * still valid and its CA still in the bundle. A replica serving nothing yet, or a certificate the new
+ * bundle no longer trusts or that expired, switches at once.
+ */
 class ReconcileLoop {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private serving = '';
+  private serving: ServingMaterial | undefined;
+  /** A certificate published at the last check, served from this one. */
+  private pending = '';
 
   constructor(
     private readonly certificates: SelfManagedCertificates,
     private readonly server: WebhookServer,
     private readonly logger: Logger,
     private readonly intervalMs: number,
+    private readonly now: () => Date,
   ) {}
 
   start(): Promise<void> {
@@ -144,6 +169,11 @@ class ReconcileLoop {
     clearTimeout(this.timer);
   }
 
+  /** One check now (a test's; the periodic ones go on). */
+  async check(): Promise<void> {
+    if (!(await this.reconcileOnce())) throw new Error('the certificate check failed (see the log)');
+  }
+
   private async periodic(): Promise<void> {
     await this.reconcileOnce();
     this.schedule(this.intervalMs, () => this.periodic());
@@ -158,17 +188,35 @@ class ReconcileLoop {
   private async reconcileOnce(): Promise<boolean> {
     try {
       const material = await this.certificates.reconcile();
-      if (material.serving.cert !== this.serving) {
-        const refused = this.server.setCertificate(material.serving);
-        if (refused) throw new Error(`certificate from the Secret refused: ${refused}`);
-        this.serving = material.serving.cert;
-        this.server.metrics.setCaCertificateExpiry(notAfter(material.ca));
-      }
       if (material.action !== 'adopted') this.logger.info({ action: material.action }, 'self-managed certificate updated');
+      if (material.serving.cert !== this.serving?.serving.cert) {
+        if (this.pending === material.serving.cert || !this.stillTrusted(material.caBundle)) this.serve(material);
+        else {
+          this.pending = material.serving.cert;
+          this.logger.info('new self-managed certificate published; serving it from the next check');
+        }
+      }
       return true;
     } catch (error) {
       this.logger.error({ err: error }, 'self-managed certificate reconcile failed; will retry');
       return false;
     }
+  }
+
+  /** Whether the certificate being served is valid and its CA in `caBundle`: then it may stay a while. */
+  private stillTrusted(caBundle: string): boolean {
+    const current = this.serving;
+    if (current === undefined) return false;
+    return notAfter(current.serving.cert) > this.now() && splitPemBundle(caBundle).some((pem) => pem.trim() === current.ca.trim());
+  }
+
+  private serve(material: ServingMaterial): void {
+    const refused = this.server.setCertificate(material.serving);
+    if (refused) throw new Error(`certificate from the Secret refused: ${refused}`);
+    const first = this.serving === undefined;
+    this.serving = material;
+    this.pending = '';
+    this.server.metrics.setCaCertificateExpiry(notAfter(material.ca));
+    if (!first) this.logger.info({ notAfter: notAfter(material.serving.cert).toISOString() }, 'serving the new self-managed certificate');
   }
 }

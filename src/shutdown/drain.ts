@@ -1,16 +1,10 @@
-import type { DrainArguments } from '../drain-contract';
-import type { DrainReason, DrainRecord, FinishedRecord, OpenListener } from '../drain-record';
+import { drainCallEra, drainListenersFlags, drainsDuringDelay, type DrainArguments } from '../drain-contract';
+import type { DrainReason, DrainRecord, FinishedRecord, OpenListener, OpenUdpProxy } from '../drain-record';
 import { VERSION } from '../version';
 import { AdminCallError, type AdminClient, type AdminResponse } from './admin-client';
 import { statusOnly, textReader } from './body-readers';
 import type { Clock } from './clock';
-import {
-  formatEnvoyVersion,
-  parseEnvoyVersion,
-  supportsDirectionalGracefulDrain,
-  supportsSkipExit,
-  type EnvoyVersion,
-} from './envoy-version';
+import { formatEnvoyVersion, parseEnvoyVersion, type EnvoyVersion } from './envoy-version';
 import type { BodyReader } from './http1';
 import type { ListenerMatcher } from './listener-pattern';
 import { LISTENER_GAUGES_PATH, ListenerGaugeScanner } from './listener-stats';
@@ -42,6 +36,8 @@ export interface DrainSummary {
   durationMs: number;
   connectionsAtStart: number | null;
   connectionsAtEnd: number | null;
+  udpSessionsAtStart: number | null;
+  udpSessionsAtEnd: number | null;
   envoyVersion: string;
 }
 
@@ -77,22 +73,33 @@ interface NoAnswer {
 type CallResult<T> = AdminResponse<T> | NoAnswer;
 const answered = <T>(result: CallResult<T>): result is AdminResponse<T> => !('failed' in result);
 
-const UNKNOWN_OPEN = { open: [] as OpenListener[], openOmitted: 0 };
+const UNKNOWN_OPEN = { open: [] as OpenListener[], openOmitted: 0, openUdp: [] as OpenUdpProxy[], openUdpOmitted: 0 };
 
-/** Listener connections as last read: a count, or unknown with the reason. */
+/** Listener connections and UDP sessions as last read: counts, or unknown with the reason. */
 interface Reading {
   connections: number | null;
+  /** UDP proxies' sessions; known exactly when `connections` is. */
+  sessions: number | null;
   problem?: string;
   /** Counted listeners holding connections (when the count is known), most first, and how many more. */
   open: OpenListener[];
   openOmitted: number;
+  /** Counted UDP proxies holding sessions, likewise. */
+  openUdp: OpenUdpProxy[];
+  openUdpOmitted: number;
 }
+
+const UNKNOWN = (problem: string): Reading => ({ connections: null, sessions: null, problem, ...UNKNOWN_OPEN });
+
+/** What the drain waits for: connections and UDP sessions together, or null when unknown. */
+const openTotal = (reading: Reading): number | null => (reading.connections === null || reading.sessions === null ? null : reading.connections + reading.sessions);
 
 /**
  * The drain of docs/design.md, "The drain". The timeline, all bounded by `deadline = start + deadlineMs`:
  * server_info → [drain delay, with an early graceful drain on ≥ 1.28] → healthcheck/fail →
- * drain_listeners?graceful… → poll the listener gauges until min drain has passed and the count is at
- * or below the threshold. Never /quitquitquit: the kubelet sends SIGTERM when the hook returns.
+ * drain_listeners?graceful… (the calls each Envoy release gets: drain-contract/envoy-releases.ts) →
+ * poll the listener and UDP session gauges until min drain has passed and connections plus sessions
+ * are at or below the threshold. Never /quitquitquit: the kubelet sends SIGTERM when the hook returns.
  *
  * A run ends once: by its own timeline (`run`), or from outside (`finish`: the safety timer, a
  * signal), whichever comes first; either way the summary line is logged and the finished record
@@ -102,8 +109,8 @@ export class DrainRun {
   private readonly startedAt: number;
   private readonly deadline: number;
   private version: EnvoyVersion | undefined;
-  private connectionsAtStart: number | null = null;
-  private lastReading: Reading = { connections: null, ...UNKNOWN_OPEN };
+  private atStart: Reading = UNKNOWN('not read');
+  private lastReading: Reading = UNKNOWN('not read');
   private healthcheckFailedAt: number | null = null;
   private serverInfoRead = false;
   private summary: DrainSummary | undefined;
@@ -153,7 +160,7 @@ export class DrainRun {
         this.noteConnectionsAtStart(atStart);
         // Listeners keep accepting during the delay (the load balancer may still send traffic), but on
         // ≥ 1.28 a graceful drain with skip_exit already tells connected clients to reconnect elsewhere.
-        if (supportsSkipExit(this.version)) await this.drainListeners('drain-delay-drain-listeners', delayEnd);
+        if (drainsDuringDelay(this.version)) await this.drainListeners('drain-delay-drain-listeners', delayEnd);
         log('drain-delay', { delay_ms: settings.drainDelayMs });
         await clock.sleep(Math.max(0, Math.min(delayEnd.until, this.deadline) - clock.now()));
         if (this.remaining() <= 0) throw new DeadlineReached();
@@ -167,7 +174,7 @@ export class DrainRun {
 
       await this.drainListeners('drain-listeners');
 
-      let lastLogged: number | null | undefined;
+      let lastLogged: string | undefined;
       for (;;) {
         if (this.remaining() <= 0) throw new DeadlineReached();
         // Polls run at a fixed rate: the next one starts an interval after this one started (at once if
@@ -177,14 +184,16 @@ export class DrainRun {
         // A read the deadline cut short says nothing new about Envoy (on a throttled node it is the
         // last poll that runs out of time): the summary and the record keep the last count read.
         if (reading.connections === null && this.remaining() <= 0) throw new DeadlineReached();
-        const { connections } = reading;
         this.lastReading = reading;
-        if (connections !== lastLogged) {
+        // Logged when a count changes (not each poll: a drain may poll for minutes).
+        const logged = `${reading.connections}/${reading.sessions}`;
+        if (logged !== lastLogged) {
           log('poll', readingFields(reading));
-          lastLogged = connections;
+          lastLogged = logged;
         }
         const now = clock.now();
-        const belowThreshold = connections !== null && connections <= settings.minConnections;
+        const total = openTotal(reading);
+        const belowThreshold = total !== null && total <= settings.minConnections;
         if (belowThreshold && now >= minDrainEnd) {
           reason = 'drained';
           break;
@@ -194,7 +203,7 @@ export class DrainRun {
           // Already drained but the minimum drain is not over: look again exactly when it is (logged, so
           // the program's own account says which poll the minimum drain held and which one ended it).
           wakeAt = Math.min(wakeAt, minDrainEnd);
-          log('min-drain', { connections, wait_ms: Math.round(minDrainEnd - now) });
+          log('min-drain', { ...readingFields(reading), wait_ms: Math.round(minDrainEnd - now) });
         }
         await clock.sleep(Math.max(0, Math.min(wakeAt, this.deadline) - now));
       }
@@ -222,8 +231,10 @@ export class DrainRun {
     const summary: DrainSummary = {
       reason,
       durationMs: Math.round(clock.now() - this.startedAt),
-      connectionsAtStart: this.connectionsAtStart,
+      connectionsAtStart: this.atStart.connections,
       connectionsAtEnd: reading.connections,
+      udpSessionsAtStart: this.atStart.sessions,
+      udpSessionsAtEnd: reading.sessions,
       envoyVersion: formatEnvoyVersion(this.version),
     };
     this.summary = summary;
@@ -234,8 +245,12 @@ export class DrainRun {
       durationMs: summary.durationMs,
       connectionsAtStart: summary.connectionsAtStart,
       connectionsAtEnd: summary.connectionsAtEnd,
-      openListeners: reading.connections === null ? [] : reading.open,
-      openListenersOmitted: reading.connections === null ? 0 : reading.openOmitted,
+      openListeners: reading.open,
+      openListenersOmitted: reading.openOmitted,
+      udpSessionsAtStart: summary.udpSessionsAtStart,
+      udpSessionsAtEnd: summary.udpSessionsAtEnd,
+      openUdpProxies: reading.openUdp,
+      openUdpProxiesOmitted: reading.openUdpOmitted,
       healthcheckFailedAtMs: this.healthcheckFailedAt === null ? null : Math.round(this.healthcheckFailedAt - this.startedAt),
       envoyVersion: summary.envoyVersion,
       ...(extra.signal === undefined ? {} : { signal: extra.signal }),
@@ -249,9 +264,12 @@ export class DrainRun {
       duration_ms: summary.durationMs,
       connections_at_start: summary.connectionsAtStart ?? 'unknown',
       connections_at_end: summary.connectionsAtEnd ?? 'unknown',
+      udp_sessions_at_start: summary.udpSessionsAtStart ?? 'unknown',
+      udp_sessions_at_end: summary.udpSessionsAtEnd ?? 'unknown',
       envoy_version: summary.envoyVersion,
       healthcheck_failed_at_ms: record.healthcheckFailedAtMs ?? 'never',
       ...(record.openListeners.length > 0 ? { open_listeners: record.openListeners } : {}),
+      ...(reading.openUdp.length > 0 ? { open_udp_proxies: reading.openUdp } : {}),
       ...(written === undefined ? {} : { record: written }),
     });
     return summary;
@@ -276,7 +294,7 @@ export class DrainRun {
   }
 
   private noteConnectionsAtStart(reading: Reading): void {
-    this.connectionsAtStart = reading.connections;
+    this.atStart = reading;
     this.lastReading = reading;
     this.deps.log('connections', readingFields(reading));
   }
@@ -419,19 +437,18 @@ export class DrainRun {
   /** The stats answer is scanned as it streams in: no size limit, bounded memory (listener-stats.ts). */
   private async readConnections(bound?: Bound): Promise<Reading> {
     const result = await this.call('GET', LISTENER_GAUGES_PATH, () => new ListenerGaugeScanner(this.settings.excludeListeners), { retryReached: false, bound });
-    if (!answered(result)) return { connections: null, problem: result.failed, ...UNKNOWN_OPEN };
-    if (result.status !== 200) return { connections: null, problem: `HTTP ${result.status}`, ...UNKNOWN_OPEN };
-    if (!result.body.ok) return { connections: null, problem: result.body.error, ...UNKNOWN_OPEN };
-    const { total, open, openOmitted } = result.body;
-    if (total === null) return { connections: null, problem: 'no listener gauges in the stats answer', ...UNKNOWN_OPEN };
-    return { connections: total, open, openOmitted };
+    if (!answered(result)) return UNKNOWN(result.failed);
+    if (result.status !== 200) return UNKNOWN(`HTTP ${result.status}`);
+    if (!result.body.ok) return UNKNOWN(result.body.error);
+    const { total, open, openOmitted, sessions, openUdp, openUdpOmitted } = result.body;
+    if (total === null) return UNKNOWN('no listener gauges in the stats answer');
+    return { connections: total, sessions, open, openOmitted, openUdp, openUdpOmitted };
   }
 
+  /** POST /drain_listeners with the flags of the release Envoy reported (drain-contract/envoy-releases.ts). */
   private async drainListeners(step: string, bound?: Bound): Promise<void> {
     const { settings, version } = this;
-    const flags = ['graceful'];
-    if (supportsSkipExit(version)) flags.push('skip_exit');
-    if (settings.inboundOnly && supportsDirectionalGracefulDrain(version)) flags.push('inboundonly');
+    const flags: string[] = drainListenersFlags(version, settings.inboundOnly);
     let path = `/drain_listeners?${flags.join('&')}`;
     let result = await this.call('POST', path, statusOnly, { bound });
     if (answered(result) && result.status === 400 && flags.includes('skip_exit')) {
@@ -442,9 +459,7 @@ export class DrainRun {
     this.deps.log(step, {
       path,
       ...outcomeFields(result),
-      ...(settings.inboundOnly && !supportsDirectionalGracefulDrain(version)
-        ? { note: 'inboundonly needs Envoy >= 1.34; draining all listeners' }
-        : {}),
+      ...(settings.inboundOnly && !drainCallEra(version).directional ? { note: 'inboundonly needs Envoy >= 1.34; draining all listeners' } : {}),
     });
   }
 }
@@ -458,5 +473,9 @@ function outcomeFields(result: CallResult<unknown>): Record<string, unknown> {
 }
 
 function readingFields(reading: Reading): Record<string, unknown> {
-  return { connections: reading.connections ?? 'unknown', ...(reading.problem === undefined ? {} : { stats_error: reading.problem }) };
+  return {
+    connections: reading.connections ?? 'unknown',
+    udp_sessions: reading.sessions ?? 'unknown',
+    ...(reading.problem === undefined ? {} : { stats_error: reading.problem }),
+  };
 }

@@ -1,9 +1,7 @@
-/** Envoy's release, as far as the drain's feature gates care. */
-export interface EnvoyVersion {
-  major: number;
-  minor: number;
-  patch: number;
-}
+import type { EnvoyRelease } from '../drain-contract';
+
+/** Envoy's release, as far as the drain's calls care (which calls each release gets: drain-contract/envoy-releases.ts). */
+export type EnvoyVersion = EnvoyRelease;
 
 /** A release component as Envoy writes it: no leading zero, no sign, at most 6 digits (exact, and far beyond any release). */
 const COMPONENT = '(0|[1-9][0-9]{0,5})';
@@ -27,16 +25,6 @@ export function parseEnvoyVersion(text: string): EnvoyVersion | undefined {
   return found;
 }
 
-export function isAtLeast(version: EnvoyVersion | undefined, major: number, minor: number): boolean {
-  if (!version) return false;
-  return version.major > major || (version.major === major && version.minor >= minor);
-}
-
 export function formatEnvoyVersion(version: EnvoyVersion | undefined): string {
   return version ? `${version.major}.${version.minor}.${version.patch}` : 'unknown';
 }
-
-/** `drain_listeners?skip_exit` keeps listeners after the drain timer (Envoy ≥ 1.28). */
-export const supportsSkipExit = (v: EnvoyVersion | undefined): boolean => isAtLeast(v, 1, 28);
-/** `drain_listeners?graceful&inboundonly` drains only inbound listeners gracefully (Envoy ≥ 1.34). */
-export const supportsDirectionalGracefulDrain = (v: EnvoyVersion | undefined): boolean => isAtLeast(v, 1, 34);

@@ -32,6 +32,15 @@ describe('the Kubernetes Pod schema check', () => {
     expect(() => assertValidPod(pod())).not.toThrow();
   });
 
+  it('accepts an image volume (KEP-4639), and refuses a field its source does not have', () => {
+    const mounted = pod();
+    (mounted.spec.volumes as unknown[]).push({ name: 'drainguard', image: { reference: 'ghcr.io/drainguard/envoy-shutdown:0.1.0', pullPolicy: 'IfNotPresent' } });
+    expect(podSchemaProblems(mounted)).toEqual([]);
+    const misspelt = pod();
+    (misspelt.spec.volumes as unknown[]).push({ name: 'drainguard', image: { ref: 'ghcr.io/drainguard/envoy-shutdown:0.1.0' } });
+    expect(podSchemaProblems(misspelt)).toEqual(['spec.volumes[1].image.ref: unknown field']);
+  });
+
   it('rejects a wrongly typed field, naming it', () => {
     const bad = pod();
     (bad.spec.containers[0] as Record<string, unknown>).args = ['-c', 5];

@@ -1,7 +1,9 @@
 /**
  * The patch verification over generated pods and tampered patches: it must reject every patch that
  * does not apply, does not produce the pod drainguard computed, or introduces a violation, and accept
- * every patch that does none of these, exactly as a reference verification does.
+ * every patch that does none of these, exactly as a reference verification does. Each property records
+ * the classes of cases that reached its assertions (every way of tampering, every verdict), and the
+ * last test fails when one was never reached.
  */
 import fc from 'fast-check';
 import { applyPatch } from 'fast-json-patch';
@@ -9,6 +11,7 @@ import { mutate, validatePod, type Pod } from '../../src/mutate';
 import type { PatchOperation } from '../../src/mutate/patch/builder';
 import { PatchVerificationError, verifyPatch } from '../../src/mutate/patch/verify';
 import { applyIndependently, jsonCopy } from '../support/independent-patch';
+import { CaseClasses } from '../support/case-classes';
 import { validPodCase } from '../support/generators/pod-arbitrary';
 
 const RUNS = Number(process.env.RUNS ?? 400);
@@ -245,6 +248,12 @@ function tamper(patch: readonly PatchOperation[], plan: TamperPlan, pod: Pod): u
   return ops;
 }
 
+const coverage = new CaseClasses();
+const record = coverage.record.bind(coverage);
+
+/** A verdict's class: `introduces` without the violation's words. */
+const verdictClass = (verdict: Verdict) => verdict.replace(/^(introduces|crashed): .*/, '$1');
+
 const mutatedCase = validPodCase
   .map((testCase) => ({ ...testCase, result: mutate(testCase.pod, testCase.config) }))
   .filter(({ result }) => result.patch.length > 0);
@@ -268,7 +277,11 @@ describe('the patch verification over tampered patches', () => {
     fc.assert(
       fc.property(mutatedCase, tamperPlan, ({ pod, result }, plan) => {
         const tampered = tamper(result.patch, plan, pod);
-        for (const expected of expectations(pod, result.patch, tampered)) {
+        const expectedPods = expectations(pod, result.patch, tampered);
+        // Whether the verification was also asked to expect the tampered patch's own result (then only
+        // its validation can refuse it).
+        if (expectedPods.length > 1) record('tampered', 'expecting what the tampered patch makes');
+        for (const expected of expectedPods) {
           const podBefore = JSON.stringify(pod);
           const patchBefore = JSON.stringify(tampered);
           const verdict = verdictOf(() => verifyPatch(pod, tampered as PatchOperation[], expected));
@@ -279,9 +292,12 @@ describe('the patch verification over tampered patches', () => {
             // `undefined` (which fast-json-patch's validator refuses), and fast-json-patch lets an
             // operation on "" replace the whole pod (drainguard never writes one).
             expect(verdict).toBe('does not apply');
+            record('tampered', `tampering ${plan.how}`);
             continue;
           }
           expect({ how: plan.how, verdict }).toEqual({ how: plan.how, verdict: verdictOf(() => referenceVerification(pod, tampered as PatchOperation[], expected)) });
+          record('tampered', `tampering ${plan.how}`);
+          record('tampered', `verdict ${verdictClass(verdict)}`);
         }
       }),
       { numRuns: RUNS },
@@ -294,8 +310,26 @@ describe('the patch verification over tampered patches', () => {
         const before = JSON.stringify(pod);
         expect(verdictOf(() => verifyPatch(pod, result.patch, applyIndependently(pod, result.patch)))).toBe('verified');
         expect(JSON.stringify(pod)).toBe(before);
+        record('untampered', result.status);
       }),
       { numRuns: RUNS },
     );
   });
+});
+
+/** What each property claims to cover: every way of tampering, and each verdict the verification gives. */
+const CLAIMED: Readonly<Record<string, readonly string[]>> = {
+  tampered: [
+    ...TAMPERINGS.map((how) => `tampering ${how}`),
+    'verdict verified',
+    'verdict does not apply',
+    'verdict does not produce the computed pod',
+    'verdict introduces',
+    'expecting what the tampered patch makes',
+  ],
+  untampered: ['mutated'],
+};
+
+test('the generated cases reached every class each property above claims', () => {
+  expect(coverage.missing(CLAIMED)).toEqual([]);
 });

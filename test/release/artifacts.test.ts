@@ -4,21 +4,23 @@
  * OCI registry (Debian's docker-registry, the CNCF distribution registry), and the README's install
  * steps run verbatim against the folder served over HTTP, with no Node on PATH.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { VERSION } from '../../src/version';
 import { hostArch } from '../../release/pinned-node';
-import { ARCHIVED_EXECUTABLE, archiveName, CHART_OCI_REPOSITORY, CHECKSUMS, chartPackageName, executableName, NOTICES, releaseFiles } from '../../release/release';
+import { DRAIN_IMAGE_LAYOUT, readDrainImageLayout } from '../../release/drain-image';
+import { ARCHIVED_EXECUTABLE, archiveName, CHART_OCI_REPOSITORY, CHECKSUMS, chartPackageName, executableName, NOTICES, releaseFiles, valuesWithDrainDigest } from '../../release/release';
 import { CHART_DIR, helm, helmBinary } from '../support/helm';
 import { assertReleaseBuilt, RELEASE_DIR, releasePath } from '../support/release';
 import { REPO_ROOT } from '../support/repo';
 import { temporaryDirectory } from '../integration/server/webhook-test-kit';
 import { run } from './processes';
+import { startRegistry } from './registry';
 
 const directory = temporaryDirectory();
 beforeAll(() => assertReleaseBuilt());
@@ -71,14 +73,21 @@ describe('the chart package', () => {
   const packaged = () => releasePath(chartPackageName());
   const chartYaml = (): ChartYaml => parse(helm(['show', 'chart', packaged()]).stdout) as ChartYaml;
 
-  test('helm lint --strict accepts the package, and it renders what the chart directory renders', () => {
+  test("helm lint --strict accepts the package, and it renders what the chart directory renders with the drain image's digest", () => {
     const lint = helm(['lint', '--strict', packaged()]);
     expect(lint.stderr).toBe('');
     expect(lint.status).toBe(0);
+    const { digest } = readDrainImageLayout(releasePath(DRAIN_IMAGE_LAYOUT));
     const fromPackage = helm(['template', 'drainguard', packaged(), '--namespace', 'drainguard-system']);
-    const fromDirectory = helm(['template', 'drainguard', CHART_DIR, '--namespace', 'drainguard-system']);
+    const fromDirectory = helm(['template', 'drainguard', CHART_DIR, '--namespace', 'drainguard-system', '--set', `drainImage.digest=${digest}`]);
     expect(fromPackage.status).toBe(0);
     expect(fromPackage.stdout).toBe(fromDirectory.stdout);
+    // The package's values.yaml is the repository's with that one value written in, comments kept.
+    const packagedValues = execFileSync('tar', ['-xOzf', packaged(), 'drainguard/values.yaml'], { encoding: 'utf8' });
+    expect(packagedValues).toBe(valuesWithDrainDigest(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8'), digest));
+    expect(packagedValues.split('\n').filter((line, index) => line !== readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8').split('\n')[index])).toEqual([
+      `  digest: "${digest}"`,
+    ]);
   });
 
   test('the package carries no build tooling (the dashboard generator stays behind)', () => {
@@ -105,10 +114,11 @@ describe('the chart package', () => {
     const links = parse(annotations['artifacthub.io/links']!) as { name: string; url: string }[];
     for (const link of links) expect(link.url).toMatch(/^https:\/\//);
     expect(links.map((link) => link.name)).toContain('support');
-    // The images are the chart's own: the server, and the installer the webhook injects, one image.
-    const values = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as { image: { repository: string } };
+    // The images are the chart's own: the server's, and the drain program's the webhook writes into Envoy pods.
+    const values = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as { image: { repository: string }; drainImage: { repository: string } };
     expect(parse(annotations['artifacthub.io/images']!)).toEqual([
       { name: 'drainguard', image: `${values.image.repository}:${chart.appVersion}`, platforms: ['linux/amd64', 'linux/arm64'] },
+      { name: 'envoy-shutdown', image: `${values.drainImage.repository}:${chart.appVersion}`, platforms: ['linux/amd64', 'linux/arm64'] },
     ]);
   });
 
@@ -124,36 +134,6 @@ describe('the chart package', () => {
   });
 });
 
-/** Debian's docker-registry on a loopback port of its choosing, storing into the test's directory. */
-async function startRegistry(): Promise<{ host: string; stop: () => Promise<void> }> {
-  if (!existsSync('/usr/bin/docker-registry')) throw new Error('/usr/bin/docker-registry is missing: apt-get install docker-registry (.ci/run installs it)');
-  const config = join(directory.path, 'registry.yml');
-  const storage = join(directory.path, 'registry');
-  writeFileSync(config, `version: 0.1\nlog: {level: info}\nstorage: {filesystem: {rootdirectory: ${storage}}}\nhttp: {addr: "127.0.0.1:0"}\n`);
-  const child: ChildProcess = spawn('/usr/bin/docker-registry', ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'close');
-    }
-  };
-  try {
-    const host = await new Promise<string>((resolve, reject) => {
-      let log = '';
-      child.stderr!.on('data', (chunk: Buffer) => {
-        log += chunk.toString();
-        const listening = /msg="listening on (127\.0\.0\.1:\d+)"/.exec(log);
-        if (listening) resolve(listening[1]!);
-      });
-      child.once('close', (code) => reject(new Error(`docker-registry exited ${code}:\n${log}`)));
-    });
-    return { host, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
-
 /** The README's fenced sh block that follows `marker`. */
 function readmeBlock(marker: string): string {
   const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
@@ -165,7 +145,7 @@ function readmeBlock(marker: string): string {
 }
 
 test("the README's chart install, verbatim but for the registry's host: helm push, then install from OCI", async () => {
-  const registry = await startRegistry();
+  const registry = await startRegistry(directory.path);
   try {
     const local = CHART_OCI_REPOSITORY.replace('oci://ghcr.io/', `oci://${registry.host}/`);
     const pushed = helm(['push', releasePath(chartPackageName()), local, '--plain-http']);

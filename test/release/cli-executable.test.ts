@@ -1,48 +1,35 @@
 /**
  * The single executables of `npm run release`, run as a user runs them: by themselves, with no Node on
  * PATH, natively (amd64) and under qemu-user (arm64). Each does what `node dist/cli/main.js` does, byte
- * for byte: `version`, `inject` on Contour's own manifest, and `check` against the Kubernetes API double.
+ * for byte: `version`, `inject` on Contour's own manifest, a usage error. `check` and `version` against
+ * the real API server are test/kube/release-cli.test.ts's (the kube lane runs the cluster).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VERSION } from '../../src/version';
-import { hostArch, launcherFor, RELEASE_ARCHES, type ReleaseArch } from '../../release/pinned-node';
+import { RELEASE_ARCHES, type ReleaseArch } from '../../release/pinned-node';
 import { checkExecutable } from '../../release/cli-executable';
 import { executableName } from '../../release/release';
-import { assertDistBuilt, CLI_MAIN } from '../support/build';
-import { KubeApiDouble } from '../support/kube-api-double';
+import { assertDistBuilt } from '../support/build';
 import { assertReleaseBuilt, releasePath } from '../support/release';
-import { CONTOUR_FIXTURES, NODE } from '../support/repo';
+import { CONTOUR_FIXTURES } from '../support/repo';
 import { temporaryDirectory } from '../integration/server/webhook-test-kit';
-import { installDrainguard, namespace, OPT_IN, pod, templates } from '../integration/check/cluster-scenario';
-import { run, type Finished } from './processes';
+import { emulatorsOnlyPath, runDistCli, runExecutable, type Finished } from './processes';
 
 const directory = temporaryDirectory();
 /** The only directory on PATH: qemu-user and nothing else, so no `node` can be found. */
-const bin = join(directory.path, 'bin');
+let bin: string;
 
 beforeAll(() => {
   assertDistBuilt();
   assertReleaseBuilt();
-  mkdirSync(bin);
-  for (const arch of RELEASE_ARCHES) {
-    const [emulator] = launcherFor(arch).command;
-    if (emulator !== undefined) symlinkSync(execFileSync('sh', ['-c', `command -v ${emulator}`], { encoding: 'utf8' }).trim(), join(bin, emulator));
-  }
+  bin = emulatorsOnlyPath(directory.path);
 });
 afterAll(() => directory.remove());
 
-function executable(arch: ReleaseArch, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  const launcher = launcherFor(arch);
-  const [command, ...prefix] = [...launcher.command, releasePath(executableName(arch))];
-  return run(command!, [...prefix, ...args], { cwd: directory.path, env: { PATH: bin, HOME: directory.path, ...launcher.env, ...env } });
-}
-
-/** The same command through the built CLI on the pinned Node: what the executable must equal. */
-function distCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return run(NODE, [CLI_MAIN, ...args], { cwd: directory.path, env: { PATH: bin, HOME: directory.path, ...env } });
-}
+const where = () => ({ bin, directory: directory.path });
+const executable = (arch: ReleaseArch, args: readonly string[], env: NodeJS.ProcessEnv = {}) => runExecutable(arch, args, where(), env);
+const distCli = (args: readonly string[], env: NodeJS.ProcessEnv = {}) => runDistCli(args, where(), env);
 
 /** The built CLI's result for `args`, run once and shared by both architectures' tests. */
 const expectedResults = new Map<string, Promise<Finished>>();
@@ -51,23 +38,6 @@ function expectedFor(args: readonly string[]): Promise<Finished> {
   if (!expectedResults.has(key)) expectedResults.set(key, distCli(args));
   return expectedResults.get(key)!;
 }
-
-/** The cluster `check` reads: drainguard installed, one protected Envoy pod, one in a namespace not opted in. */
-let double: KubeApiDouble;
-let kubeconfig: string;
-beforeAll(async () => {
-  double = await KubeApiDouble.start();
-  await installDrainguard(double);
-  double.put(namespace('projectcontour', OPT_IN));
-  double.put(pod(templates.contour(), { name: 'envoy-protected', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' }, state: 'protected' }));
-  double.put(namespace('gateway'));
-  double.put(pod(templates.contour(), { name: 'envoy-x1', namespace: 'gateway', owner: { kind: 'DaemonSet', name: 'envoy' } }));
-  kubeconfig = join(directory.path, 'kubeconfig');
-  writeFileSync(kubeconfig, double.kubeconfigYaml());
-});
-afterAll(async () => {
-  await double.close();
-});
 
 test('an executable needs no Node, only glibc and libstdc++: its dynamic section names nothing else', () => {
   for (const arch of RELEASE_ARCHES) {
@@ -99,15 +69,6 @@ describe.each(RELEASE_ARCHES)('linux/%s', (arch) => {
     expect(await executable(arch, args)).toEqual(expected);
   });
 
-  test("check against the API server: exactly the built CLI's output (client-node, ESM, bundled in)", async () => {
-    const args = ['check', '-A', '--kubeconfig', kubeconfig];
-    const expected = await expectedFor(args);
-    expect(expected.status).toBe(1); // the unprotected pod in gateway is a finding
-    expect(expected.stdout.split('\n')[0]).toBe(`drainguard check: context double (${double.url})`);
-    expect(expected.stdout).toContain('× namespace gateway is not opted in');
-    expect(await executable(arch, args)).toEqual(expected);
-  });
-
   test('a usage error reads as the built CLI\'s', async () => {
     const expected = await expectedFor(['chek']);
     expect(expected.status).toBe(2);
@@ -119,15 +80,4 @@ describe.each(RELEASE_ARCHES)('linux/%s', (arch) => {
     expect(result).toEqual({ status: 2, stdout: '', stderr: expect.stringContaining('drainguard serve: the webhook server is not part of this executable') });
     expect(result.stderr).toContain('ghcr.io/drainguard/drainguard');
   });
-});
-
-// On this machine's architecture only: under qemu-user it repeats what `check` shows (client-node bundled,
-// the API server reached) at several seconds a run.
-test(`linux/${hostArch()}: version with a cluster: the server's Kubernetes and drainguard versions, exactly the built CLI's output`, async () => {
-  const args = ['version', '--kubeconfig', kubeconfig];
-  const expected = await expectedFor(args);
-  expect(expected.status).toBe(0);
-  expect(expected.stdout).toMatch(new RegExp(`^drainguard ${VERSION}\\nserver \\(context double, `));
-  expect(expected.stdout).toContain('  kubernetes  v');
-  expect(await executable(hostArch(), args)).toEqual(expected);
 });

@@ -8,23 +8,21 @@
  *
  * Two ways of getting that file: a link beside the executable (the README's PATH install) and krew's
  * install from the release's manifest and archive (krew's own steps: internal/installation/install.go).
+ * `kubectl drainguard check` against the real API server is test/kube/release-cli.test.ts's.
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import { VERSION } from '../../src/version';
 import { hostArch } from '../../release/pinned-node';
 import { ARCHIVED_EXECUTABLE, archiveName, executableName, KREW_MANIFEST } from '../../release/release';
-import { KubeApiDouble } from '../support/kube-api-double';
 import { assertReleaseBuilt, releasePath } from '../support/release';
 import { CONTOUR_FIXTURES } from '../support/repo';
 import { temporaryDirectory } from '../integration/server/webhook-test-kit';
-import { installDrainguard, namespace, OPT_IN, pod, templates } from '../integration/check/cluster-scenario';
-import { run, type Finished } from './processes';
+import { installPlugin, kubectlWithPlugins, run, type Finished } from './processes';
 
-const KUBECTL = '/usr/bin/kubectl';
 const directory = temporaryDirectory();
 const home = join(directory.path, 'home');
 
@@ -37,9 +35,8 @@ afterAll(() => directory.remove());
 /** The executable of this machine's architecture: kubectl execs the plugin directly, no emulator between. */
 const executable = releasePath(executableName(hostArch()));
 
-/** A PATH of `pluginDir` and the system's directories (where kubectl's own helpers live). */
 function kubectl(args: readonly string[], pluginDir: string, env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return run(KUBECTL, args, { cwd: directory.path, env: { PATH: `${pluginDir}:/usr/bin:/bin`, HOME: home, ...env } });
+  return kubectlWithPlugins(args, pluginDir, { home, directory: directory.path }, env);
 }
 
 function direct(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
@@ -47,12 +44,9 @@ function direct(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<F
 }
 
 describe('installed by hand: the executable, and kubectl-drainguard linked to it on PATH', () => {
-  const pluginDir = join(directory.path, 'bin');
+  let pluginDir: string;
   beforeAll(() => {
-    mkdirSync(pluginDir);
-    copyFileSync(executable, join(pluginDir, 'drainguard'));
-    execFileSync('chmod', ['0755', join(pluginDir, 'drainguard')]);
-    symlinkSync('drainguard', join(pluginDir, 'kubectl-drainguard'));
+    pluginDir = installPlugin(directory.path);
   });
 
   test('kubectl plugin list finds it, with no warning', async () => {
@@ -76,25 +70,6 @@ describe('installed by hand: the executable, and kubectl-drainguard linked to it
     const expected = await direct(args);
     expect(expected.status).toBe(1);
     expect(await kubectl(['drainguard', ...args], pluginDir)).toEqual(expected);
-  });
-
-  test('check: --kubeconfig passes through as an argument, $KUBECONFIG through the environment kubectl relays', async () => {
-    const double = await KubeApiDouble.start();
-    try {
-      await installDrainguard(double);
-      double.put(namespace('projectcontour', OPT_IN));
-      double.put(pod(templates.contour(), { name: 'envoy-protected', namespace: 'projectcontour', owner: { kind: 'DaemonSet', name: 'envoy' }, state: 'protected' }));
-      const kubeconfig = join(directory.path, 'kubeconfig');
-      writeFileSync(kubeconfig, double.kubeconfigYaml());
-
-      const expected = await direct(['check', '-A', '--kubeconfig', kubeconfig]);
-      expect(expected.status).toBe(0);
-      expect(expected.stdout.split('\n')[0]).toBe(`drainguard check: context double (${double.url})`);
-      expect(await kubectl(['drainguard', 'check', '-A', '--kubeconfig', kubeconfig], pluginDir)).toEqual(expected);
-      expect(await kubectl(['drainguard', 'check', '-A'], pluginDir, { KUBECONFIG: kubeconfig })).toEqual(expected);
-    } finally {
-      await double.close();
-    }
   });
 
   test("a kubectl flag before the plugin's name is kubectl's error, as its handler says (the README puts flags after)", async () => {

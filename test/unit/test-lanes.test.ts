@@ -1,7 +1,8 @@
 /**
  * The jest projects (jest.config.js): `unit` must pass after a plain `npm ci`, as any user, with no C
  * toolchain (`npm run test:unit`); `system` holds every suite that runs the drain executables, needs root
- * or the toolchain; `release` every suite that runs what `npm run release` builds. A suite that needs the executables cannot land in the unit lane by accident: every
+ * or the toolchain; `release` every suite that runs what `npm run release` builds; `kube` every suite
+ * that needs the real Kubernetes control plane (Go to build it, root for its network namespaces). A suite that needs the executables cannot land in the unit lane by accident: every
  * test file belongs to exactly one lane, and nothing the unit lane loads reaches the modules that hand
  * out the executables or build roots for them. (.ci/run also runs the unit lane as an unprivileged user
  * with no compiler on PATH.)
@@ -29,6 +30,8 @@ const lane = (name: string) => {
  * toolchain, and the chroots they run in (root).
  */
 const SYSTEM_ONLY = ['support/drain-executables.ts', 'support/envoy/roots.ts', 'support/envoy/shutdown-executable.ts', 'support/release.ts'];
+/** The test cluster (test/support/cluster/): only a lane whose globalSetup starts or builds it may load it. */
+const isClusterModule = (file: string) => file.startsWith('support/cluster/');
 
 function testFiles(directory: string): string[] {
   return readdirSync(directory).flatMap((entry) => {
@@ -58,9 +61,10 @@ function unitEntries(): string[] {
   return [unit.globalSetup, ...unit.roots.flatMap((root) => testFiles(repoPath(root)))].map((file) => file.replace(/^test\//, ''));
 }
 
-test('the lanes are unit (unit, property, golden), system (integration, e2e) and release', () => {
+test('the lanes are unit (unit, property, golden), system (integration, e2e), kube and release', () => {
   expect(lane('unit').roots).toEqual(['test/unit', 'test/property', 'test/golden']);
   expect(lane('system').roots).toEqual(['test/integration', 'test/e2e']);
+  expect(lane('kube').roots).toEqual(['test/kube']);
   expect(lane('release').roots).toEqual(['test/release']);
 });
 
@@ -77,6 +81,16 @@ test('nothing the unit lane loads reaches the drain executables, their toolchain
     [...closure(entry)].filter((file) => SYSTEM_ONLY.includes(file)).map((file) => `test/${entry} loads test/${file}`),
   );
   expect(reaches).toEqual([]);
+});
+
+test('nothing the unit lane loads reaches the test cluster', () => {
+  const reaches = unitEntries().flatMap((entry) => [...closure(entry)].filter(isClusterModule).map((file) => `test/${entry} loads test/${file}`));
+  expect(reaches).toEqual([]);
+});
+
+test('the kube lane reaches the test cluster (so the check above follows imports)', () => {
+  expect([...closure(lane('kube').globalSetup.replace(/^test\//, ''))].some(isClusterModule)).toBe(true);
+  expect([...closure('kube/control-plane.test.ts')].some(isClusterModule)).toBe(true);
 });
 
 test('the system and release lanes do reach them (so the check above follows imports)', () => {

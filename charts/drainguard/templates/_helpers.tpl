@@ -51,8 +51,8 @@ app.kubernetes.io/part-of: drainguard
 {{- end }}
 
 {{/*
-The image reference, shared by the server and the installer init container the webhook injects:
-by digest when one is given, else by tag (default: the chart's appVersion).
+The webhook's image reference (the server and `helm test`'s check): by digest when one is given, else
+by tag (default: the chart's appVersion).
 */}}
 {{- define "drainguard.image" -}}
 {{- if .Values.image.digest }}
@@ -63,11 +63,32 @@ by digest when one is given, else by tag (default: the chart's appVersion).
 {{- end }}
 
 {{/*
+The drain program's image, which the webhook writes into Envoy pods (the installer's image, or the image
+volume's reference): tag and digest when the digest is known (a released chart package), else the tag.
+*/}}
+{{- define "drainguard.drainImage" -}}
+{{- $reference := printf "%s:%s" .Values.drainImage.repository (default .Chart.AppVersion .Values.drainImage.tag) }}
+{{- if .Values.drainImage.digest }}
+{{- printf "%s@%s" $reference .Values.drainImage.digest }}
+{{- else }}
+{{- $reference }}
+{{- end }}
+{{- end }}
+
+{{/*
 Cluster-scoped MutatingWebhookConfiguration name: the fullname alone could collide with a release of
 the same name in another namespace, so the namespace is part of it.
 */}}
 {{- define "drainguard.webhookConfigName" -}}
 {{- printf "%s-%s" (include "drainguard.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+`drainguard check` as the helm test runs it: the name of its pod, ServiceAccount, Role and RoleBinding
+(tests/check.yaml, check-rbac.yaml).
+*/}}
+{{- define "drainguard.check.name" -}}
+{{- printf "%s-check" (include "drainguard.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
@@ -100,14 +121,20 @@ mounted files and get neither a token nor RBAC.
 {{- end }}
 
 {{/*
-drainguard's config file: .Values.config with the installer image defaulting to the chart's own image,
-so the init container the webhook injects always matches the server that injected it.
+drainguard's config file: .Values.config with the drain program's image defaulting to drainImage, the
+image released with this chart. Image volumes need a control plane whose API server keeps
+`volumes[].image` (feature gate ImageVolume, on by default from 1.35, GA from 1.36): an API server with
+the gate off drops the volume and Envoy's mount of it silently after the webhook answered, and the pod
+would run a preStop that points at nothing (docs/configuration.md). So image-volume is refused below 1.35.
 */}}
 {{- define "drainguard.config" -}}
 {{- $config := deepCopy .Values.config }}
 {{- $installer := $config.installer }}
 {{- if not $installer.image }}
-{{- $_ := set $installer "image" (include "drainguard.image" .) }}
+{{- $_ := set $installer "image" (include "drainguard.drainImage" .) }}
+{{- end }}
+{{- if and (eq (toString $installer.delivery) "image-volume") (not (semverCompare ">=1.35.0-0" .Capabilities.KubeVersion.Version)) }}
+{{- fail (printf "config.installer.delivery image-volume needs Kubernetes 1.35 or newer (this cluster: %s): below it the API server drops image volumes unless the ImageVolume feature gate was turned on; use copy (helm template: pass --kube-version)" .Capabilities.KubeVersion.Version) }}
 {{- end }}
 {{- toYaml $config }}
 {{- end }}
@@ -224,4 +251,12 @@ NODE_OPTIONS first when given: (dict "runtime" .Values.server.runtime "nodeOptio
   value: {{ join " " $options | quote }}
 - name: MALLOC_MMAP_THRESHOLD_
   value: {{ int64 .runtime.mallocMmapThresholdBytes | quote }}
+{{- end }}
+
+{{/*
+Seconds of a tls.self duration (whole hours, minutes or seconds, as values.schema.json allows).
+*/}}
+{{- define "drainguard.self.seconds" -}}
+{{- $unit := dict "h" 3600 "m" 60 "s" 1 }}
+{{- mul (regexFind "^[0-9]+" .) (get $unit (regexFind "[hms]$" .)) }}
 {{- end }}

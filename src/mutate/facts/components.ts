@@ -2,12 +2,14 @@
  * What a replaced upstream shutdown component would have done where the pod gives it no flag: its
  * compiled-in default at the release it runs, as read in its source (docs/upstream-shapes.md, sections
  * 1-2, "Defaults by release"). drainguard keeps the effective behaviour of what it replaces, so a flag
- * the pod does not show still means that release's default, never drainguard's own configuration.
+ * the pod does not show still means that release's default, never drainguard's own default; only a
+ * setting the operator set in drainguard's configuration outranks it (src/mutate/plan/timing.ts).
  *
  * The release is read from the component's image tag (`ghcr.io/projectcontour/contour:v1.30.0`,
  * Bitnami's `1.32.1-debian-12-r0`) or, where the tag does not tell (`latest`, a digest, a private tag),
  * from flags that only some releases render. A default that differs between the releases the pod may
- * run is not guessed: the configured value applies, with a warning naming the annotation to set.
+ * run is not guessed: the configured setting applies, else drainguard's default with a warning naming
+ * the annotation to set.
  */
 import type { Container, Pod } from '../../k8s';
 import type { EnvoyArgs } from './envoy-args';
@@ -74,7 +76,9 @@ const V = (major: number, minor: number, patch: number): Version => [major, mino
 /**
  * Read at every release tag of each repository (docs/upstream-shapes.md lists them): Contour's
  * `cmd/contour/shutdownmanager.go` (kingpin defaults and `newShutdownContext`), Envoy Gateway's
- * `internal/cmd/envoy.go` and `internal/cmd/envoy/shutdown_manager.go`.
+ * `internal/cmd/envoy.go` and `internal/cmd/envoy/shutdown_manager.go`; and the newest stored sources
+ * after the last release read: Contour main and release-1.33 after v1.33.6 changed none of them, Envoy
+ * Gateway main after v1.9.0 none of the defaults (docs/upstream-shapes.md, "Envoy Gateway main after v1.9").
  */
 const COMPONENTS: Readonly<Record<UpstreamProgram, Component>> = {
   contour: {
@@ -103,12 +107,14 @@ const COMPONENTS: Readonly<Record<UpstreamProgram, Component>> = {
         { setting: 'drainTimeoutSeconds', flag: 'drain-timeout', eras: [{ from: V(1, 0, 0), value: 600 }, { from: V(1, 2, 0), value: 60 }] },
         { setting: 'minDrainSeconds', flag: 'min-drain-duration', eras: [{ from: V(1, 0, 0), value: 5 }, { from: V(1, 2, 0), value: 10 }] },
         { setting: 'minConnections', flag: 'exit-at-connections', eras: [{ from: V(1, 0, 0), value: 0 }] },
-        // --health-check-failure-delay (from v1.9) defaults to 0s; before it there is no delay at all.
+        // --health-check-failure-delay (from v1.9) defaults to 0s; before it there is no delay at all. The
+        // EnvoyProxy field behind it, shutdown.healthCheckFailureDelay in v1.9, is readinessFailureDelay on
+        // main (release note 9210); the flag keeps its name (internal/cmd/envoy.go at 01d70312).
         {
           setting: 'drainDelaySeconds',
           flag: 'health-check-failure-delay',
           eras: [{ from: V(1, 0, 0), value: 0 }],
-          note: 'no delay in any release; the flag exists from v1.9.0',
+          note: 'no delay in any release; the flag, set by the EnvoyProxy field readinessFailureDelay (healthCheckFailureDelay in v1.9), exists from v1.9.0',
         },
         // `time.Sleep(1 * time.Second)` between two polls, in every release.
         { setting: 'pollIntervalSeconds', eras: [{ from: V(1, 0, 0), value: 1 }], note: 'not a flag: it polls every second in every release' },

@@ -20,6 +20,8 @@ export interface VolumeFacts {
   emptyDir: boolean;
   /** A writable emptyDir with room for the drain program. */
   holdsProgram: boolean;
+  /** An image volume's source, as written. */
+  image: { reference: string | undefined; pullPolicy: string | undefined } | undefined;
 }
 
 /** `/config/` and `/config` are the same mount path. */
@@ -68,7 +70,9 @@ function canHoldProgram(volume: Volume): boolean {
 export function readVolumes(pod: Pod): Map<string, VolumeFacts> {
   const volumes = new Map<string, VolumeFacts>();
   for (const volume of pod.spec.volumes ?? []) {
-    if (!volumes.has(volume.name)) volumes.set(volume.name, { emptyDir: volume.emptyDir !== undefined, holdsProgram: canHoldProgram(volume) });
+    if (volumes.has(volume.name)) continue;
+    const image = volume.image === undefined ? undefined : { reference: volume.image.reference, pullPolicy: volume.image.pullPolicy };
+    volumes.set(volume.name, { emptyDir: volume.emptyDir !== undefined, holdsProgram: canHoldProgram(volume), image });
   }
   return volumes;
 }

@@ -5,12 +5,12 @@
  * added an operation. What each change is and why: docs/pod-changes.md and docs/design.md, "What the
  * webhook changes, and why".
  */
-import type { Container, Pod } from '../../k8s';
+import type { Container, Pod, Volume, VolumeMount } from '../../k8s';
 import { normalizeMountPath } from '../facts';
-import { jsonEqual } from '../../json';
+import { jsonCovers, jsonEqual } from '../../json';
 import { Annotations, PROTECTED_LABEL, PROTECTED_LABEL_VALUE, SAFE_TO_EVICT_LOCAL_VOLUMES } from '../parse';
 import { PatchBuilder, type PathSegment } from './builder';
-import type { MutationAction, Protect, SidecarPlace } from '../plan';
+import type { MutationAction, PlannedOwnVolume, Protect, SidecarPlace } from '../plan';
 import { VERSION } from '../../version';
 
 function containerPath(place: SidecarPlace): PathSegment[] {
@@ -20,6 +20,8 @@ function containerPath(place: SidecarPlace): PathSegment[] {
 interface Step {
   action: MutationAction;
   write(plan: Protect, builder: PatchBuilder, envoyPath: readonly PathSegment[]): void;
+  /** This pass takes the change back (nothing of it holds after it): the status annotation stops recording it. */
+  retracts?(plan: Protect): boolean;
 }
 
 /** In run order. The status annotation follows them all, recording which of them changed the pod. */
@@ -51,26 +53,33 @@ const STEPS: readonly Step[] = [
     },
   },
   {
-    // 3. the init container that installs the drain program (and its volume, when it needs its own).
+    // 3. copy: the init container that installs the drain program (and drainguard's emptyDir, when
+    //    the bootstrap volume cannot take it);
     action: 'installer',
     write: (plan, builder, envoyPath) => {
-      const { container, fallback } = plan.installer;
-      if (fallback !== undefined) {
-        if (!(builder.draft.spec.volumes ?? []).some((v) => v.name === fallback.volumeName)) {
-          builder.append(['spec', 'volumes'], { name: fallback.volumeName, emptyDir: {} });
-        }
-        const { envoyMount } = fallback;
-        const mounts = (builder.read([...envoyPath, 'volumeMounts']) as Container['volumeMounts']) ?? [];
-        if (!mounts.some((m) => m.name === envoyMount.name && normalizeMountPath(m.mountPath) === envoyMount.mountPath)) {
-          builder.append([...envoyPath, 'volumeMounts'], envoyMount);
-        }
-      }
-      // Keyed by name: an identical installer stays; an outdated one (another drainguard version's
-      // image, a moved bootstrap volume) is replaced in place so it always matches Envoy's hook.
+      const { delivery, container, own, removeOwnVolume } = plan.installer;
+      if (delivery !== 'copy' || container === undefined) return;
+      if (removeOwnVolume !== undefined) removeVolume(builder, removeOwnVolume);
+      if (own !== undefined) writeOwnVolume(builder, own, envoyPath);
+      // Keyed by name: the installer drainguard wrote stays, as the API server stored it (with the fields
+      // it defaults, and the ServiceAccount token's mount when the pod came with the installer); an
+      // outdated one (another drainguard version's image, a moved bootstrap volume) is replaced in place
+      // so it always matches Envoy's hook.
       const initContainers = builder.draft.spec.initContainers ?? [];
       const existing = initContainers.findIndex((c) => c.name === container.name);
       if (existing === -1) builder.append(['spec', 'initContainers'], container);
-      else if (!jsonEqual(initContainers[existing], container)) builder.set(['spec', 'initContainers', existing], container);
+      else if (!jsonCovers(initContainers[existing], container)) builder.set(['spec', 'initContainers', existing], container);
+    },
+  },
+  {
+    //    image-volume: the drain program's image, mounted read-only into Envoy (an installer left from
+    //    copy mode goes).
+    action: 'image-volume',
+    write: (plan, builder, envoyPath) => {
+      const { delivery, own, containerName } = plan.installer;
+      if (delivery !== 'image-volume' || own === undefined) return;
+      removeInitContainer(builder, containerName);
+      writeOwnVolume(builder, own, envoyPath);
     },
   },
   {
@@ -104,8 +113,16 @@ const STEPS: readonly Step[] = [
     // 6. the autoscaler may evict the pod's emptyDirs.
     action: 'safe-to-evict',
     write: (plan, builder) => {
-      if (plan.safeToEvictVolumes !== undefined) builder.set(['metadata', 'annotations', SAFE_TO_EVICT_LOCAL_VOLUMES], plan.safeToEvictVolumes);
+      const change = plan.safeToEvict;
+      if (change === undefined) return;
+      const path = ['metadata', 'annotations', SAFE_TO_EVICT_LOCAL_VOLUMES];
+      if ('remove' in change) builder.remove(path);
+      else builder.set(path, change.set);
     },
+    // The list held only drainguard's emptyDir, which became the image volume: as if never written.
+    // (A list that still holds other names stays recorded, although the user may have written all of
+    // them before drainguard did: the status cannot tell, and the annotation is the same either way.)
+    retracts: (plan) => plan.safeToEvict !== undefined && 'remove' in plan.safeToEvict,
   },
   {
     // 7. the opt-in grace period floor.
@@ -115,14 +132,63 @@ const STEPS: readonly Step[] = [
     },
   },
   // 8. in remove mode, the sidecar goes. Last: removals shift indices, and nothing after them may
-  //    address a container by index.
+  //    address a container by index. A native sidecar that was the last init container takes the list
+  //    with it (image-volume mode adds no installer), as the API server stores no empty list.
   {
     action: 'sidecar-removed',
     write: (plan, builder) => {
-      for (const sidecar of plan.removals) builder.remove(containerPath(sidecar));
+      for (const sidecar of plan.removals) {
+        const list = builder.read(['spec', sidecar.list]) as unknown[];
+        builder.remove(list.length === 1 ? ['spec', sidecar.list] : containerPath(sidecar));
+      }
     },
   },
 ];
+
+/**
+ * drainguard's own volume as planned, and Envoy's read-only mount of it: added, or put in place of
+ * what the other delivery mode left there. An emptyDir already there stays as it is.
+ */
+function writeOwnVolume(builder: PatchBuilder, own: PlannedOwnVolume, envoyPath: readonly PathSegment[]): void {
+  const volumes = builder.draft.spec.volumes ?? [];
+  const index = volumes.findIndex((v) => v.name === own.volume.name);
+  if (index === -1) builder.append(['spec', 'volumes'], own.volume);
+  else {
+    const current = volumes[index] as Volume;
+    const holds = own.volume.emptyDir !== undefined ? current.emptyDir !== undefined : jsonEqual(current, own.volume);
+    if (!holds) builder.set(['spec', 'volumes', index], own.volume);
+  }
+  const { envoyMount } = own;
+  const mounts = (builder.read([...envoyPath, 'volumeMounts']) as Container['volumeMounts']) ?? [];
+  if (!mounts.some((m) => m.name === envoyMount.name && normalizeMountPath(m.mountPath) === envoyMount.mountPath)) {
+    builder.append([...envoyPath, 'volumeMounts'], envoyMount);
+  }
+}
+
+/** Removes the element of the list at `path` that `matches`; the list goes with its last element, as the API server stores no empty list. */
+function removeFromList<T>(builder: PatchBuilder, path: readonly PathSegment[], matches: (item: T) => boolean): void {
+  const list = (builder.read(path) as T[] | undefined) ?? [];
+  for (let index = list.length - 1; index >= 0; index -= 1) {
+    if (!matches(list[index] as T)) continue;
+    const remaining = (builder.read(path) as T[]).length;
+    builder.remove(remaining === 1 ? path : [...path, index]);
+  }
+}
+
+/** The installer copy mode left, in a pod now rewritten in image-volume mode. */
+function removeInitContainer(builder: PatchBuilder, name: string): void {
+  removeFromList<Container>(builder, ['spec', 'initContainers'], (c) => c.name === name);
+}
+
+/** The image volume image-volume mode left, with every mount of it, in a pod now rewritten in copy mode into the bootstrap volume. */
+function removeVolume(builder: PatchBuilder, name: string): void {
+  for (const list of ['containers', 'initContainers'] as const) {
+    (builder.draft.spec[list] ?? []).forEach((_container, index) => {
+      removeFromList<VolumeMount>(builder, ['spec', list, index, 'volumeMounts'], (m) => m.name === name);
+    });
+  }
+  removeFromList<Volume>(builder, ['spec', 'volumes'], (v) => v.name === name);
+}
 
 /** Compact JSON, keys in a fixed order: byte-identical output for identical actions. */
 export function statusValue(actions: readonly MutationAction[]): string {
@@ -142,6 +208,7 @@ export function applySteps(pod: Pod, plan: Protect): { builder: PatchBuilder; ac
   // 9. the status annotation: what this pass and the earlier ones did, in step order. Unchanged when a
   //    re-invocation found everything in place, so such a pass adds no operation at all.
   const recorded = new Set<string>([...plan.previousActions, ...actions]);
+  for (const step of STEPS) if (step.retracts?.(plan) === true) recorded.delete(step.action);
   const value = statusValue(STEPS.map((step) => step.action).filter((action) => recorded.has(action)));
   if (builder.draft.metadata?.annotations?.[Annotations.status] === value) return { builder, actions };
   builder.set(['metadata', 'annotations', Annotations.status], value);

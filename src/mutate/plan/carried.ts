@@ -8,7 +8,7 @@
  * `--explain` only; a flag drainguard cannot keep is a warning. A default that differs between the
  * releases the pod may run is not guessed: it is reported as undetermined.
  */
-import type { SidecarMode } from '../../config/types';
+import type { Config, SidecarMode } from '../../config/types';
 import type { Overrides } from '../parse';
 import type { CarriedSetting, CarriedValue, ComponentRelease, ShutdownCommandFacts, UndeterminedDefault } from '../facts';
 
@@ -112,19 +112,23 @@ function undeterminedWarning(undetermined: UndeterminedDefault): string {
   );
 }
 
-/** Whether a setting is decided before any default: by its annotation, or by drainguard's earlier hook. */
-function decidedAhead(setting: CarriedSetting, overrides: Overrides, previousHook: boolean): boolean {
+/**
+ * Whether a setting is decided before any component default: by its annotation, by drainguard's
+ * earlier hook, or by the operator's configuration.
+ */
+function decidedAhead(setting: CarriedSetting, overrides: Overrides, previousHook: boolean, config: Config): boolean {
   if (previousHook) return true;
-  if (setting === 'drainDelaySeconds') return overrides.drainDelaySeconds !== undefined;
-  if (setting === 'minDrainSeconds') return overrides.minDrainSeconds !== undefined;
-  if (setting === 'minConnections') return overrides.minConnections !== undefined;
+  if (setting === 'drainDelaySeconds') return overrides.drainDelaySeconds !== undefined || config.drain.drainDelaySeconds !== undefined;
+  if (setting === 'minDrainSeconds') return overrides.minDrainSeconds !== undefined || config.drain.minDrainSeconds !== undefined;
+  if (setting === 'minConnections') return overrides.minConnections !== undefined || config.drain.minConnections !== undefined;
+  if (setting === 'pollIntervalSeconds') return config.drain.pollIntervalSeconds !== undefined;
   return false;
 }
 
 /**
  * The warnings for the defaults that cannot be told, of settings nothing decides ahead of them (their
- * annotation, or drainguard's earlier hook).
+ * annotation, drainguard's earlier hook, or the operator's configuration).
  */
-export function undeterminedWarnings(carried: CarriedSettings, overrides: Overrides, previousHook: boolean): string[] {
-  return carried.undetermined.filter((undetermined) => !decidedAhead(undetermined.setting, overrides, previousHook)).map(undeterminedWarning);
+export function undeterminedWarnings(carried: CarriedSettings, overrides: Overrides, previousHook: boolean, config: Config): string[] {
+  return carried.undetermined.filter((undetermined) => !decidedAhead(undetermined.setting, overrides, previousHook, config)).map(undeterminedWarning);
 }

@@ -9,6 +9,7 @@ export type MutationAction =
   | 'liveness-probe'
   | 'startup-probe'
   | 'installer'
+  | 'image-volume'
   | 'prestop'
   | 'protected-label'
   | 'sidecar-disarmed'
@@ -19,6 +20,12 @@ export type MutationAction =
 
 /** How a warning names a change the status annotation records from an earlier pass. */
 export const RECORDED = 'installed earlier (drainguard.io/status)';
+
+/**
+ * The change that brings the drain program into the pod, per delivery mode: the status annotation
+ * records which mode rewrote the pod by it (docs/pod-changes.md).
+ */
+export const DELIVERY_ACTIONS = { copy: 'installer', 'image-volume': 'image-volume' } as const satisfies Record<string, MutationAction>;
 
 /** Whether an earlier pass recorded `action` in the status annotation. */
 export function recorded(actions: readonly string[] | undefined, action: MutationAction): boolean {

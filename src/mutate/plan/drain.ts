@@ -2,12 +2,10 @@
  * The drain hook: Envoy's preStop runs the installed drain program with the planned settings. Only
  * Envoy's own termination drains Envoy: no sidecar, no file handshake, no listening socket.
  */
-import type { Config } from '../../config/types';
 import { drainCommand, terminationMessagePathProblem } from '../../drain-contract';
 import type { LifecycleHandler } from '../../k8s';
-import type { EnvoyContainer, InstallMount } from '../facts';
+import type { EnvoyContainer } from '../facts';
 import type { ResolvedAdmin } from './admin';
-import { installedProgramPath } from './install';
 import { listenerExclusionPattern, type ExcludedListener } from './listeners';
 import type { DrainTiming } from './timing';
 
@@ -33,14 +31,13 @@ export function terminationMessagePath(envoy: EnvoyContainer): { path: string | 
   };
 }
 
-/** Envoy's preStop: the drain program at `mount`, with every planned setting. */
+/** Envoy's preStop: the drain program at `program` (its path in Envoy), with every planned setting. */
 export function drainHook(
-  mount: InstallMount,
+  program: string,
   settings: { admin: ResolvedAdmin; timing: DrainTiming; excluded: readonly ExcludedListener[]; recordPath: string | undefined },
-  config: Config,
 ): LifecycleHandler {
   const { admin, timing, excluded, recordPath } = settings;
-  const command = drainCommand(installedProgramPath(mount, config), {
+  const command = drainCommand(program, {
     admin: admin.address,
     deadlineMs: timing.deadlineSeconds * 1000,
     drainDelayMs: timing.drainDelaySeconds * 1000,

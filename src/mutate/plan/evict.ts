@@ -13,16 +13,27 @@ export function mergedVolumeList(existing: string | undefined, names: readonly s
   return [...merged].join(',');
 }
 
+/** What the annotation becomes: a new list, gone (it listed only drainguard's replaced emptyDir), or unchanged (undefined). */
+export type SafeToEvictChange = { set: string } | { remove: true } | undefined;
+
 /**
  * The cluster autoscaler refuses to evict pods with local emptyDir storage unless told it is safe
  * (upstream issue #4322). An Envoy pod's emptyDirs are scratch (bootstrap, admin socket,
- * drainguard's own), so all of them are listed, merged with the names already there.
+ * drainguard's own), so all of them are listed, merged with the names already there. An image volume
+ * is no local storage: when drainguard's emptyDir becomes the image volume (the delivery mode changed),
+ * its name leaves the list, and a list that held nothing else goes.
  */
-export function safeToEvict(pod: EnvoyPod, planned: PlannedInstaller): string | undefined {
-  const fallback = planned.fallback?.volumeName;
-  const emptyDirs = fallback !== undefined && !pod.volumes.has(fallback) ? [...pod.emptyDirVolumes, fallback] : pod.emptyDirVolumes;
-  if (emptyDirs.length === 0) return undefined;
-  const merged = mergedVolumeList(pod.safeToEvictVolumes, emptyDirs);
-  return merged === pod.safeToEvictVolumes ? undefined : merged;
+export function safeToEvict(pod: EnvoyPod, planned: PlannedInstaller): SafeToEvictChange {
+  const replaced = planned.ownEmptyDirReplaced;
+  const ownEmptyDir = planned.own?.volume.emptyDir !== undefined ? planned.own.volume.name : undefined;
+  let emptyDirs = replaced === undefined ? pod.emptyDirVolumes : pod.emptyDirVolumes.filter((name) => name !== replaced);
+  if (ownEmptyDir !== undefined && !emptyDirs.includes(ownEmptyDir)) emptyDirs = [...emptyDirs, ownEmptyDir];
+  const existing = replaced === undefined ? pod.safeToEvictVolumes : withoutName(pod.safeToEvictVolumes, replaced);
+  const merged = mergedVolumeList(existing, emptyDirs);
+  if (merged === '') return replaced !== undefined && pod.safeToEvictVolumes !== undefined && pod.safeToEvictVolumes.trim() !== '' ? { remove: true } : undefined;
+  return merged === pod.safeToEvictVolumes ? undefined : { set: merged };
 }
 
+function withoutName(list: string | undefined, name: string): string | undefined {
+  return list === undefined ? undefined : list.split(',').filter((entry) => entry.trim() !== name).join(',');
+}

@@ -11,9 +11,10 @@ import { PROTECTED_LABEL } from '../parse';
 import { adminAddress, guessedAdminWarning } from './admin';
 import { carriedSettings, undeterminedWarnings } from './carried';
 import { drainHook, terminationMessagePath } from './drain';
-import { safeToEvict } from './evict';
+import { DELIVERY_ACTIONS } from './changes';
+import { safeToEvict, type SafeToEvictChange } from './evict';
 import { envoyHook } from './hook';
-import { installTarget } from './install';
+import { installTarget, programPathInEnvoy } from './install';
 import { installer, type PlannedInstaller } from './installer';
 import { listenersNotCounted } from './listeners';
 import { livenessProbes } from './liveness';
@@ -24,11 +25,12 @@ import { shutdownTimeline, type ShutdownTimeline } from './timeline';
 import { drainTiming, gracePeriod } from './timing';
 
 export type { MutationAction } from './changes';
-export type { PlannedInstaller } from './installer';
+export type { SafeToEvictChange } from './evict';
+export type { PlannedInstaller, PlannedOwnVolume } from './installer';
 export type { PlannedRequests } from './requests';
 export type { Deny, Skip, SkipReason } from './scope';
 export type { SidecarPlace } from './sidecars';
-export type { AdminAddressSource, DrainSetting, DrainValueOrigin, DrainValueSource, ProbeSource, ShutdownTimeline } from './timeline';
+export type { AdminAddressSource, DeliveryReport, DrainSetting, DrainValueOrigin, DrainValueSource, ProbeSource, ShutdownTimeline } from './timeline';
 export { optedOut };
 
 /**
@@ -61,12 +63,16 @@ export interface Protect {
   /** In disarm mode: the sidecars losing their preStop and liveness probe. */
   disarm: (SidecarPlace & { wholeLifecycle: boolean })[];
   /** The cluster autoscaler's list of evictable local volumes, with every emptyDir; undefined when it already lists them. */
-  safeToEvictVolumes: string | undefined;
+  safeToEvict: SafeToEvictChange;
   /** The opt-in grace period floor, when it raises the grace period. */
   gracePeriodSeconds: number | undefined;
   /** In remove mode: the sidecars to remove, in an order that shifts no index under a later removal. */
   removals: SidecarPlace[];
-  /** What the status annotation says an earlier pass did. */
+  /**
+   * What the status annotation says an earlier pass did, less the other delivery mode's change: a pod
+   * rewritten in copy mode and admitted again under image-volume (or the reverse) records only the mode
+   * that holds now.
+   */
   previousActions: readonly string[];
   timeline: ShutdownTimeline;
   warnings: string[];
@@ -89,7 +95,7 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   // 1. Envoy's preStop: drainguard's own or the shutdown-manager's is replaced, a user's is kept.
   const hook = envoyHook(pod);
   if ('blocked' in hook) return leaveWhole(pod, hook.blocked);
-  // 2. Where the program goes: the bootstrap volume, drainguard's own emptyDir, or nowhere.
+  // 2. Where the program goes: the bootstrap volume, drainguard's own emptyDir or image volume, or nowhere.
   const target = installTarget(pod, config);
   if (target.kind === 'impossible') return leaveWhole(pod, target.reason);
   // 3. The sidecars: removed or disarmed.
@@ -106,12 +112,13 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   // 8. Where the drain writes its record.
   const record = terminationMessagePath(envoy);
   // 9. The drain hook itself.
-  const preStop = drainHook(target.mount, { admin, timing, excluded, recordPath: record.path }, config);
+  const program = programPathInEnvoy(target, config);
+  const preStop = drainHook(program, { admin, timing, excluded, recordPath: record.path });
   // 10. Requests, for Envoy and for the sidecars that stay.
   const requests = resourceRequests(pod, config, sidecars.mode === 'disarm');
   // 11. The liveness and startup probes.
   const probes = livenessProbes(envoy, admin, config);
-  // 12. The installer init container (and drainguard's own volume, for the fallback target).
+  // 12. The installer init container and drainguard's own emptyDir, or the image volume.
   const planned = installer(pod, target, config);
   // 13. The emptyDirs the cluster autoscaler may evict, the installer's own among them.
   const evictable = safeToEvict(pod, planned.installer);
@@ -127,7 +134,7 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
     planned.undoneSinceLastPass,
     sidecars.undoneSinceLastPass,
     carried.warnings,
-    undeterminedWarnings(carried, overrides, hook.previous !== undefined),
+    undeterminedWarnings(carried, overrides, hook.previous !== undefined, config),
     sidecars.warnings,
     hook.unreadable,
     record.warnings,
@@ -146,10 +153,10 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
     installer: planned.installer,
     preStop,
     disarm: sidecars.disarm,
-    safeToEvictVolumes: evictable,
+    safeToEvict: evictable,
     gracePeriodSeconds: grace.raise ? grace.effectiveSeconds : undefined,
     removals: sidecars.removals,
-    previousActions: pod.status?.actions ?? [],
+    previousActions: (pod.status?.actions ?? []).filter((action) => action !== DELIVERY_ACTIONS[otherDelivery(config)]),
     timeline: shutdownTimeline({
       envoy,
       grace,
@@ -159,9 +166,14 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
       excludedListeners: excluded,
       replaces: carried.releases,
       droppedFlags: carried.dropped,
+      delivery: { mode: config.installer.delivery, program, image: config.installer.image, volume: planned.installer.own?.volume.name },
     }),
     warnings,
   };
+}
+
+function otherDelivery(config: Config): Config['installer']['delivery'] {
+  return config.installer.delivery === 'copy' ? 'image-volume' : 'copy';
 }
 
 /** The plan for a pod: skip it, deny it, leave it whole, or protect it. */

@@ -13,7 +13,7 @@
 import type { Config } from '../../config/types';
 import type { HTTPGetAction, Probe } from '../../k8s';
 import type { EnvoyContainer } from '../facts';
-import { jsonEqual } from '../../json';
+import { jsonCovers } from '../../json';
 import type { ResolvedAdmin } from './admin';
 
 /** Kubernetes defaults for unset probe fields. */
@@ -96,8 +96,9 @@ export interface PlannedProbes {
 
 function ending(own: Probe | undefined, added: Probe | undefined, planned: Probe | undefined): EndingProbe {
   const probe = own ?? added;
-  // drainguard's own probe is recognised on a second pass too: the plan is the same.
-  const source: ProbeSource = probe === undefined ? 'none' : planned !== undefined && jsonEqual(planned, probe) ? 'drainguard' : 'user';
+  // drainguard's own probe is recognised on a second pass too: the plan is the same (the stored probe
+  // carries what the API server defaulted in it, such as httpGet.scheme).
+  const source: ProbeSource = probe === undefined ? 'none' : planned !== undefined && jsonCovers(probe, planned) ? 'drainguard' : 'user';
   return { probe, source };
 }
 

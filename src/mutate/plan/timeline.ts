@@ -57,6 +57,19 @@ export interface ShutdownTimeline {
   /** periodSeconds × failureThreshold of Envoy's startup probe, if any: how long Envoy may take to become ready. */
   startupBudgetSeconds?: number | null;
   startupSource?: ProbeSource;
+  /** How the drain program reaches Envoy (`installer.delivery`), where the preStop finds it, and from which image. */
+  delivery?: DeliveryReport;
+}
+
+/** How the drain program reaches Envoy. */
+export interface DeliveryReport {
+  mode: 'copy' | 'image-volume';
+  /** The program's path in Envoy, as the preStop runs it. */
+  program: string;
+  /** The drain program's image: the installer's image (copy) or the image volume's reference. */
+  image: string;
+  /** drainguard's own volume, when the pod gets one (the emptyDir or the image volume). */
+  volume: string | undefined;
 }
 
 /** The rules' decisions the timeline reports. */
@@ -69,6 +82,7 @@ export interface TimelineDecisions {
   excludedListeners: readonly ExcludedListener[];
   replaces: readonly ComponentRelease[];
   droppedFlags: readonly DroppedFlag[];
+  delivery: DeliveryReport;
 }
 
 function budget(probe: EndingProbe): number | null {
@@ -109,5 +123,6 @@ export function shutdownTimeline(plan: TimelineDecisions): ShutdownTimeline {
     drainInstalled: true,
     startupBudgetSeconds: budget(probes.startup),
     startupSource: probes.startup.source,
+    delivery: { ...plan.delivery },
   };
 }

@@ -6,10 +6,12 @@
  *
  * Each setting comes from the first of: its `drainguard.io/*` annotation, drainguard's own hook from an
  * earlier run (so a re-invocation, or `inject` run twice, writes the same hook after the sidecar is
- * gone), the shutdown-manager's flag, that component's default at its release, drainguard's
- * configuration. Every value records where it came
- * from and what was changed to fit (docs/pod-changes.md, "Drain settings").
+ * gone), the shutdown-manager's flag, the operator's configuration when it sets the setting, that
+ * component's default at its release, drainguard's own default. Every value records where it came
+ * from and what was changed to fit (docs/configuration.md, "Where a drain setting comes from";
+ * docs/pod-changes.md, "Drain settings").
  */
+import { DRAIN_SETTING_DEFAULTS } from '../../config/defaults';
 import type { Config, DrainConfig } from '../../config/types';
 import { MAX_DEADLINE_SECONDS, type DrainArguments } from '../../drain-contract';
 import type { CarriedSetting, CarriedValue } from '../facts';
@@ -39,8 +41,11 @@ export function gracePeriod(declared: number | undefined, config: Config): Grace
 /** Below this, a drain cannot achieve anything useful; the grace period is too short. */
 export const MIN_DEADLINE_SECONDS = 5;
 
-/** Where a drain value came from. */
-export type DrainValueOrigin = 'annotation' | 'drainguard-hook' | 'sidecar-flag' | 'component-default' | 'configuration' | 'grace-period';
+/**
+ * Where a drain value came from. `configuration` is a setting the operator set; `drainguard-default`
+ * one nobody set, drainguard's own default.
+ */
+export type DrainValueOrigin = 'annotation' | 'drainguard-hook' | 'sidecar-flag' | 'configuration' | 'component-default' | 'drainguard-default' | 'grace-period';
 
 export interface DrainValueSource {
   origin: DrainValueOrigin;
@@ -94,17 +99,41 @@ function withAdjustments(detail: string, adjustments: readonly string[]): string
   return adjustments.length === 0 ? detail : `${detail}; ${adjustments.join(', ')}`;
 }
 
-/** The first of annotation, previous hook, sidecar flag and configuration that gives a setting. */
+/** A drain setting of the configuration: the operator's value when set, drainguard's default otherwise. */
+interface Configured {
+  key: keyof DrainConfig;
+  value: number;
+  set: boolean;
+}
+
+/** `key` of `config.drain`, and whether the operator set it. */
+function configured(config: Config, key: keyof DrainConfig): Configured {
+  const value = config.drain[key];
+  return value === undefined ? { key, value: DRAIN_SETTING_DEFAULTS[key], set: false } : { key, value, set: true };
+}
+
+function fromConfiguration(setting: Configured): Picked {
+  return setting.set
+    ? { value: setting.value, source: { origin: 'configuration', detail: `drain.${setting.key} set in drainguard's configuration` } }
+    : { value: setting.value, source: { origin: 'drainguard-default', detail: `drainguard's configuration (drain.${setting.key})` } };
+}
+
+/**
+ * The first that gives a setting of: its annotation, the previous hook, the sidecar's flag, the
+ * configuration when the operator set it, the component's default, drainguard's default.
+ */
 function pick(
   annotation: { key: string; value: number | undefined } | undefined,
   previous: Previous | undefined,
   sidecar: CarriedValue | undefined,
-  config: { key: keyof DrainConfig; value: number },
+  setting: Configured,
 ): Picked {
   if (annotation?.value !== undefined) return { value: annotation.value, source: { origin: 'annotation', detail: `the ${annotation.key} annotation` } };
   if (previous !== undefined) return { value: previous.value, source: { origin: 'drainguard-hook', detail: previous.detail } };
-  if (sidecar !== undefined) return { value: sidecar.value, source: { origin: sidecar.origin, detail: withAdjustments(sidecar.from, sidecar.adjustments) } };
-  return { value: config.value, source: { origin: 'configuration', detail: `drainguard's configuration (drain.${config.key})` } };
+  const carried = (value: CarriedValue): Picked => ({ value: value.value, source: { origin: value.origin, detail: withAdjustments(value.from, value.adjustments) } });
+  if (sidecar?.origin === 'sidecar-flag') return carried(sidecar);
+  if (setting.set || sidecar === undefined) return fromConfiguration(setting);
+  return carried(sidecar);
 }
 
 /**
@@ -112,9 +141,9 @@ function pick(
  * drain timeout and the time Envoy's preStop waited for it (flags or defaults).
  */
 function deadline(graceSeconds: number, inputs: DrainInputs, config: Config, warnings: string[]): Picked {
-  const margin = config.drain.deadlineMarginSeconds;
+  const { value: margin, set } = configured(config, 'deadlineMarginSeconds');
   let value = graceSeconds - margin;
-  let detail = `grace period - ${margin}s (drain.deadlineMarginSeconds)`;
+  let detail = `grace period - ${margin}s (drain.deadlineMarginSeconds${set ? " set in drainguard's configuration" : ''})`;
   if (value > MAX_DEADLINE_SECONDS) {
     value = MAX_DEADLINE_SECONDS;
     detail = `capped at ${MAX_DEADLINE_SECONDS}s, the longest the drain program accepts`;
@@ -156,13 +185,13 @@ export function drainTiming(graceSeconds: number, inputs: DrainInputs, config: C
     { key: Annotations.drainDelay, value: overrides.drainDelaySeconds },
     previousSeconds(previous?.drainDelayMs, 'drain delay', warnings),
     sidecar.drainDelaySeconds,
-    { key: 'drainDelaySeconds', value: config.drain.drainDelaySeconds },
+    configured(config, 'drainDelaySeconds'),
   );
   const minDrain = pick(
     { key: Annotations.minDrain, value: overrides.minDrainSeconds },
     previousSeconds(previous?.minDrainMs, 'minimum drain', warnings),
     sidecar.minDrainSeconds,
-    { key: 'minDrainSeconds', value: config.drain.minDrainSeconds },
+    configured(config, 'minDrainSeconds'),
   );
   const carriedMinDrain = sidecar.minDrainSeconds;
   const minDrainIsCarried = minDrain.source.origin === 'sidecar-flag' || minDrain.source.origin === 'component-default';
@@ -189,14 +218,14 @@ export function drainTiming(graceSeconds: number, inputs: DrainInputs, config: C
     { key: Annotations.minConnections, value: overrides.minConnections },
     previous === undefined ? undefined : { value: previous.minConnections, detail: PREVIOUS_HOOK },
     sidecar.minConnections,
-    { key: 'minConnections', value: config.drain.minConnections },
+    configured(config, 'minConnections'),
   );
   // No annotation sets the poll interval.
   const pollInterval = pick(
     undefined,
     previousSeconds(previous?.pollIntervalMs, 'poll interval', warnings),
     sidecar.pollIntervalSeconds,
-    { key: 'pollIntervalSeconds', value: config.drain.pollIntervalSeconds },
+    configured(config, 'pollIntervalSeconds'),
   );
 
   return {

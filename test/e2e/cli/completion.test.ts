@@ -60,6 +60,9 @@ describe('bash', () => {
   test('flag values: the few a flag accepts, file names for FILE, nothing for free text; --flag=value too', () => {
     expect(complete('drainguard', 'check', '-o', '')).toEqual(['text', 'json']);
     expect(complete('drainguard', 'check', '--pre', '--tls-mode', 'c')).toEqual(['certManager']);
+    expect(complete('drainguard', 'serve', '--tls-mode', '')).toEqual(['files', 'self']);
+    expect(complete('drainguard', 'serve', '--log-level', '')).toEqual(['trace', 'debug', 'info', 'warn', 'error', 'fatal']);
+    expect(complete('drainguard', 'report', '--log-level', 'w')).toEqual(['warn']);
     expect(complete('drainguard', 'check', '--output', '=', 'j')).toEqual(['json']);
     expect(complete('drainguard', 'inject', '-f', 'env')).toEqual(['envoy.yaml']);
     expect(complete('drainguard', 'check', '-n', '')).toEqual([]);
@@ -91,6 +94,7 @@ describe('zsh', () => {
     const flags = complete('drainguard', 'check', '-').map((entry) => entry.split(':')[0]);
     expect(flags.sort()).toEqual(allFlags('check').sort());
     expect(complete('drainguard', 'check', '-o', '')).toEqual(['text', 'json']);
+    expect(complete('drainguard', 'serve', '--tls-mode', '')).toEqual(['files', 'self']);
     expect(complete('drainguard', 'inject', '--config', '')).toEqual(['<files>']);
     expect(complete('drainguard', 'completion', '')).toEqual(['bash', 'zsh', 'fish']);
   });
@@ -113,6 +117,8 @@ describe('fish', () => {
     expect(complete('drainguard inject --').sort()).toEqual(longFlags.sort());
     expect(complete('drainguard check -o ').sort()).toEqual(['json', 'text']);
     expect(complete('drainguard check --tls-mode ').sort()).toEqual(['certManager', 'secret', 'self']);
+    expect(complete('drainguard serve --tls-mode ').sort()).toEqual(['files', 'self']);
+    expect(complete('drainguard serve --log-level ').sort()).toEqual(['debug', 'error', 'fatal', 'info', 'trace', 'warn']);
     expect(complete('drainguard completion ').sort()).toEqual(['bash', 'fish', 'zsh']);
     expect(complete('drainguard inject -f env')).toEqual(['envoy.yaml']);
   });

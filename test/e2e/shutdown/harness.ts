@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvoyAdminSimulator, type RecordedRequest, type SimulatorOptions } from '../../support/envoy-admin-simulator';
 import { buildRoot, hasRootTools, removeRoot } from '../../support/envoy/roots';
-import { ensureBuilt, installTo, startProgram, stopStarted, type FinishedRun, type LogLine, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
+import { ensureBuilt, installTo, startProgram, stopStarted, type E2ECase, type FinishedRun, type LogLine, type RunningProcess, type ShutdownTarget } from '../../support/envoy/shutdown-executable';
 
 export interface DrainHarness {
   readonly workDir: string;
@@ -32,8 +32,12 @@ export interface DrainHarness {
   share(path: string): void;
 }
 
-/** Registers the hooks in the calling describe block; the values are there once beforeAll ran. */
-export function drainHarness(target: ShutdownTarget, name: string): DrainHarness {
+/**
+ * Registers the hooks in the calling describe block; the values are there once beforeAll ran. With an
+ * `envoyRelease` (E2E_CASES), the simulators play that release unless a test asks for another.
+ */
+export function drainHarness(target: ShutdownTarget | E2ECase, name: string): DrainHarness {
+  const played = 'envoyRelease' in target ? { version: target.envoyRelease } : {};
   let workDir = '';
   let program = '';
   let socketCounter = 0;
@@ -71,7 +75,7 @@ export function drainHarness(target: ShutdownTarget, name: string): DrainHarness
       return program;
     },
     async simulator(options = {}) {
-      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...options });
+      const sim = await EnvoyAdminSimulator.start({ unixSocketPath: join(workDir, `admin-${socketCounter++}.sock`), ...played, ...options });
       sims.push(sim);
       if (options.unixSocketPath === undefined) share(join(workDir, `admin-${socketCounter - 1}.sock`));
       return sim;
@@ -118,4 +122,19 @@ export function expectHealthCheckFailedOnceAnswered(run: FinishedRun, sim: Envoy
   expect(confirm?.at).toBeGreaterThanOrEqual(taken.answeredAt as number);
   expect(run.logs.findIndex((l) => l.phase === 'healthcheck-confirm')).toBeGreaterThan(run.logs.lastIndexOf(attempts.at(-1) as LogLine));
   if (attempts[0]?.status === 200) expect(posts).toHaveLength(1);
+}
+
+/**
+ * The POSTs of a drain that ended, in the program's causal order, which holds on a loaded machine too:
+ * `/healthcheck/fail` one or more times (an attempt left unanswered within the request timeout is tried
+ * again), then `drainPath`, sent only once Envoy had answered the last attempt. This is what the
+ * simulator alone shows; with the program's log, expectHealthCheckFailedOnceAnswered says more.
+ */
+export function expectFailedThenDrained(sim: EnvoyAdminSimulator, drainPath: string): void {
+  const posts = sim.requests.filter((r) => r.method === 'POST');
+  const attempts = posts.slice(0, -1);
+  expect(attempts.length).toBeGreaterThanOrEqual(1);
+  expect(attempts.map((r) => r.path)).toEqual(attempts.map(() => '/healthcheck/fail'));
+  expect(posts.at(-1)?.path).toBe(drainPath);
+  expect(posts.at(-1)?.at).toBeGreaterThanOrEqual(attempts.at(-1)?.answeredAt as number);
 }

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { drainHarness } from './harness';
+import { drainHarness, expectFailedThenDrained } from './harness';
 import { parseLogLines, E2E_TARGETS } from '../../support/envoy/shutdown-executable';
 
 /** A FIFO filled to capacity: its read end stays open here (so writers do not fail) but is not read. */
@@ -57,7 +57,9 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     const sim = await h.simulator();
     const run = await h.drain(sim, ['--deadline', '30s', '--min-drain', '0s'], { ENVOY_SHUTDOWN_LOG: path }).finished;
     expect(run.code).toBe(0);
-    expect(sim.requests.filter((r) => r.method === 'POST').map((r) => r.path)).toEqual(['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']);
+    // However many attempts /healthcheck/fail took under a 1 s request timeout on a loaded machine (its
+    // log, which says why, went to the pipe nobody reads).
+    expectFailedThenDrained(sim, '/drain_listeners?graceful&skip_exit');
     // It drained and exited: nothing of it waited for the pipe (it would still wait at the deadline).
     expect(sim.requests.filter((r) => /^\/stats/.test(r.path)).length).toBeGreaterThanOrEqual(2);
   });
@@ -75,7 +77,9 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     text += readAll(pipe.readEnd);
     expect(run.code).toBe(0);
     const lines = parseLogLines(text.slice(pipe.filler));
-    expect(lines.map((l) => l.phase).slice(0, 5)).toEqual(['start', 'healthcheck-fail', 'server-info', 'healthcheck-confirm', 'connections']);
+    // One healthcheck-fail line per attempt: a loaded machine may need more than one.
+    const phases = lines.map((l) => l.phase).filter((phase, i, all) => !(phase === 'healthcheck-fail' && all[i - 1] === 'healthcheck-fail'));
+    expect(phases.slice(0, 5)).toEqual(['start', 'healthcheck-fail', 'server-info', 'healthcheck-confirm', 'connections']);
     expect(lines.at(-1)).toMatchObject({ phase: 'summary', reason: 'drained' });
     expect(lines.at(-1)).not.toHaveProperty('log_lines_dropped');
   });

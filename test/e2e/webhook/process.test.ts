@@ -1,18 +1,18 @@
 /**
  * The built CLI as Kubernetes runs it: `node dist/cli/main.js serve` in its own process.
  * SIGTERM during load fails readiness first, keeps serving, loses no request in flight, exits 0.
- * `npm start` in a fresh copy of the repository, then the README's curl line.
+ * `npm start` in a fresh copy of the repository, then the README's curl line. (`--tls-mode self`, which
+ * needs an API server, runs against the real one: test/kube/admission-certificates.test.ts.)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:https';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ensureDevCertificates } from '../../../src/certs/dev';
 import { NODE } from '../../support/repo';
 import { assertDistBuilt, CLI_MAIN } from '../../support/build';
-import { KubeApiDouble } from '../../support/kube-api-double';
 import { REPO_ROOT, admissionReview, fixturePods, httpsRequest, temporaryDirectory } from '../../integration/server/webhook-test-kit';
 
 const MAIN = CLI_MAIN;
@@ -21,8 +21,6 @@ interface Served {
   child: ChildProcess;
   port: number;
   logs: Record<string, unknown>[];
-  /** Resolves with the first log entry whose `msg` is one of `messages`, logged already or later. */
-  logged(...messages: string[]): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
 }
 
@@ -40,16 +38,8 @@ afterEach(async () => {
 function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
   const child = spawn(NODE, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Record<string, unknown>[] = [];
-  const waiters: { messages: string[]; resolve: (entry: Record<string, unknown>) => void }[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const logged = (...messages: string[]) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const earlier = logs.find((entry) => messages.includes(entry.msg as string));
-      if (earlier) return resolve(earlier);
-      waiters.push({ messages, resolve });
-      void exited.then((code) => reject(new Error(`serve exited with ${code} before logging ${messages.join(' or ')}`)));
-    });
-  const served: Served = { child, port: 0, logs, logged, exited };
+  const served: Served = { child, port: 0, logs, exited };
   running.add(served);
   void exited.then(() => running.delete(served));
   let stderr = '';
@@ -58,7 +48,6 @@ function serve(args: string[], cwd = REPO_ROOT): Promise<Served> {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const entry = JSON.parse(line) as Record<string, unknown>;
       logs.push(entry);
-      for (const waiter of waiters.filter(({ messages }) => messages.includes(entry.msg as string))) waiter.resolve(entry);
       if (entry.msg === 'listening') resolve(Object.assign(served, { port: entry.port as number }));
     });
     void exited.then((code) => reject(new Error(`serve exited with ${code} before listening: ${stderr}`)));
@@ -176,36 +165,6 @@ test('admission logs are JSON lines carrying the review uid', async () => {
   expect(entry).toMatchObject({ msg: 'admission', result: 'mutated', level: 30 });
 });
 
-test('--tls-mode self with --kubeconfig: the compiled CLI gets its certificate through the Kubernetes API', async () => {
-  const double = await KubeApiDouble.start();
-  try {
-    double.putWebhookConfiguration({
-      metadata: { name: 'drainguard' },
-      webhooks: [{ name: 'pods.drainguard.io', clientConfig: { service: { name: 'drainguard', namespace: 'drainguard-system' } } }],
-    });
-    const kubeconfig = join(directory.path, 'kubeconfig');
-    writeFileSync(kubeconfig, double.kubeconfigYaml());
-    const server = await serve([
-      ...['--host', '127.0.0.1', '--port', '0', '--shutdown-delay', '0s', '--tls-mode', 'self', '--kubeconfig', kubeconfig],
-      ...['--namespace', 'drainguard-system', '--secret-name', 'drainguard-tls', '--webhook-config-name', 'drainguard', '--service-name', 'drainguard'],
-    ]);
-    // The server logs its first reconcile once the Secret is written, the caBundle published and the
-    // certificate served: the order of events, however long keys and API calls take on a busy machine.
-    const reconciled = await server.logged('self-managed certificate updated', 'self-managed certificate reconcile failed; will retry');
-    expect(reconciled).toMatchObject({ msg: 'self-managed certificate updated', action: 'created' });
-    const stored = double.webhookConfiguration<{ webhooks: { clientConfig: { caBundle?: string } }[] }>('drainguard');
-    const caBundle = Buffer.from(stored.webhooks[0]!.clientConfig.caBundle ?? '', 'base64').toString('utf8');
-    expect(caBundle).toContain('-----BEGIN CERTIFICATE-----');
-    const ready = await httpsRequest({ port: server.port, method: 'GET', path: '/readyz', ca: caBundle, servername: 'drainguard.drainguard-system.svc' });
-    expect(ready.status).toBe(200);
-    expect(ready.text).toBe('ready\n');
-    server.child.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
-  } finally {
-    await double.close();
-  }
-});
-
 test('flag mistakes exit 2 with a message', () => {
   const run = (args: string[]) => {
     try {
@@ -221,6 +180,10 @@ test('flag mistakes exit 2 with a message', () => {
   expect(run(['--dev', '--tls-cert', 'x'])).toEqual({ code: 2, stderr: expect.stringContaining('--dev makes its own certificate') });
   expect(run(['--shutdown-delay', 'soon', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--shutdown-delay must be a duration') });
   expect(run(['--port', '99999', '--dev'])).toEqual({ code: 2, stderr: expect.stringContaining('--port must be 0-65535') });
+  const self = ['--tls-mode', 'self', '--namespace', 'x', '--secret-name', 's', '--webhook-config-name', 'w', '--service-name', 'd'];
+  expect(run([...self, '--certificate-validity', '365d'])).toEqual({ code: 2, stderr: expect.stringContaining("--certificate-validity must be whole hours, minutes or seconds such as 8760h, 30m or 90s; got '365d'") });
+  expect(run([...self, '--certificate-validity', '720h'])).toEqual({ code: 2, stderr: expect.stringContaining('--certificate-renew-before (720h) must be shorter than --certificate-validity (720h)') });
+  expect(run(['--tls-cert', 'c', '--tls-key', 'k', '--certificate-renew-before', '1h'])).toEqual({ code: 2, stderr: expect.stringContaining('--certificate-renew-before only apply to --tls-mode self') });
 });
 
 test('--dev stops at once: no shutdown delay unless one is asked for (nothing routes to a developer\'s server)', async () => {

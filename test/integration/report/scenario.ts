@@ -1,15 +1,16 @@
 /**
- * Envoy workloads for the reporter's tests, built from real parts: the pods are Contour's Envoy
- * DaemonSet pod (the upstream fixture) rewritten by drainguard's own `mutate` and patched with an
- * independent RFC 6902 implementation, labelled as the webhook labels the pods it protects, owned by a
- * DaemonSet (or a Deployment's ReplicaSet) with real uids, and run by the kubelet simulator. Reporters
- * run in this process against the API double, through the real client-node.
+ * Envoy workloads on the API double, for the suites that have not moved to the real API server yet
+ * (test/integration/check/recent-drains.test.ts, test/integration/chart/helm-test-hook.test.ts): the
+ * reporter's own suites run on the real one (test/kube/report-*.test.ts, monitoring-live.test.ts). The pods are Contour's Envoy DaemonSet pod (the upstream fixture)
+ * rewritten by drainguard's own `mutate` and patched with an independent RFC 6902 implementation,
+ * labelled as the webhook labels the pods it protects, owned by a DaemonSet (or a Deployment's
+ * ReplicaSet) with real uids, and run by the kubelet simulator. Reporters run in this process against
+ * the API double, through the real client-node.
  */
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import pino from 'pino';
 import { defaultConfig } from '../../../src/config';
-import { encodeDrainRecord, type DrainReason, type FinishedRecord, type StartedRecord } from '../../../src/drain-record';
 import { mutate, PROTECTED_LABEL, type Pod } from '../../../src/mutate';
 import { startReporter, type RunningReporter } from '../../../src/report/start';
 import { fixturePods } from '../../support/generators/pods';
@@ -81,33 +82,7 @@ export function runPod(kubelet: KubeletSimulator, workload: Workload, template: 
   });
 }
 
-const STARTED_AT = () => new Date(Date.now() - 20_000).toISOString();
-
-/** A finished record as `envoy-shutdown drain` writes it. */
-export function finishedRecord(reason: DrainReason, fields: Partial<FinishedRecord> = {}): string {
-  const record: FinishedRecord = {
-    state: 'finished',
-    version: '0.1.0',
-    startedAt: STARTED_AT(),
-    deadlineMs: 290_000,
-    reason,
-    durationMs: 14_000,
-    connectionsAtStart: 312,
-    connectionsAtEnd: 0,
-    openListeners: [],
-    openListenersOmitted: 0,
-    healthcheckFailedAtMs: 0,
-    envoyVersion: '1.31.2',
-    ...(reason === 'signal' ? { signal: 'SIGTERM' } : {}),
-    ...fields,
-  };
-  return encodeDrainRecord(record);
-}
-
-/** The record a drain leaves when it is killed before it finishes. */
-export function startedRecord(fields: Partial<StartedRecord> = {}): string {
-  return encodeDrainRecord({ state: 'started', version: '0.1.0', startedAt: STARTED_AT(), deadlineMs: 290_000, ...fields });
-}
+export { finishedRecord, startedRecord } from '../../support/generators/drain-records';
 
 /** Envoy's exit after its preStop hook: SIGTERM from the kubelet, exit 0, the hook's record in the file. */
 export function drainedExit(message: string): ContainerExit {
@@ -127,7 +102,7 @@ export interface Reporters {
 }
 
 /** `count` reporter replicas in this process, each with its own instance name, against the double. */
-export async function startReporters(double: KubeApiDouble, count: number, options: { maxReportAgeMs?: number } = {}): Promise<Reporters> {
+export async function startReporters(double: KubeApiDouble, count: number, options: { webhookConfigName: string; maxReportAgeMs?: number }): Promise<Reporters> {
   const replicas: RunningReporter[] = [];
   for (let index = 0; index < count; index++) {
     replicas.push(
@@ -137,6 +112,7 @@ export async function startReporters(double: KubeApiDouble, count: number, optio
         port: 0,
         logger: pino({ level: process.env.REPORTER_TEST_LOG ?? 'silent' }),
         reporter: { instance: `reporter-${index}`, id: `reporter-${index}/${randomUUID().slice(0, 12)}` },
+        webhookConfigName: options.webhookConfigName,
         maxReportAgeMs: options.maxReportAgeMs ?? 45 * 60_000,
         requestTimeoutMs: 10_000,
         // Short retry and restart delays, so a test of failures does not wait seconds for each retry.

@@ -72,17 +72,38 @@ export function buildRoot(root: string, kind: RootKind, target: RootTarget): str
   return placed;
 }
 
+/** How a root is given to the program, as a container runtime gives an image and its volumes. */
+export interface RootMounts {
+  /** The root itself read-only (`readOnlyRootFilesystem: true`). */
+  readOnly?: boolean;
+  /**
+   * Writable paths inside the root, each bound from a path outside it (a volume, the kubelet's
+   * termination message file): `[outside, inside]`. The path inside must exist in the root.
+   */
+  binds?: readonly (readonly [string, string])[];
+  /** A network namespace of its own, with no interface up, not even loopback (`unshare --net`). */
+  noNetwork?: boolean;
+}
+
 /**
  * The command that runs `args` (a program inside `root`, by its path there) chrooted as uid:gid `user`.
  * `mounts` false: nothing is mounted, not even /proc (the program must not need it).
  */
-export function inRootCommand(root: string, target: RootTarget, user: string, args: string[], mounts = true): [string, string[]] {
+export function inRootCommand(root: string, target: RootTarget, user: string, args: string[], mounts = true, given: RootMounts = {}): [string, string[]] {
   const program = target.emulator ? [`/usr/bin/${target.emulator}`, ...args] : args;
-  if (!mounts) return ['chroot', [`--userspec=${user}`, root, ...program]];
-  // /proc and /dev are mounted in a private mount namespace of the chroot'ed process (`unshare -m`), so
-  // they vanish with it even if the test crashes.
-  const script = 'mount -t proc proc "$1/proc" && mount --bind /dev "$1/dev" && shift && exec chroot "$@"';
-  return ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', root, `--userspec=${user}`, root, ...program]];
+  const network = given.noNetwork ? ['--net'] : [];
+  if (!mounts) return given.noNetwork ? ['unshare', [...network, 'chroot', `--userspec=${user}`, root, ...program]] : ['chroot', [`--userspec=${user}`, root, ...program]];
+  // Everything is mounted in a private mount namespace of the chroot'ed process (`unshare -m`), so it
+  // vanishes with it even if the test crashes. The root is made read-only first (a bind of itself,
+  // remounted), then /proc, /dev and the binds go on top, as a runtime mounts volumes over an image.
+  const steps = [
+    ...(given.readOnly ? ['mount --bind "$1" "$1"', 'mount -o remount,bind,ro "$1"'] : []),
+    'mount -t proc proc "$1/proc"',
+    'mount --bind /dev "$1/dev"',
+    ...(given.binds ?? []).map(([outside, inside]) => `mount --bind '${outside}' "$1${inside}"`),
+  ];
+  const script = `${steps.join(' && ')} && shift && exec chroot "$@"`;
+  return ['unshare', [...network, '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', root, `--userspec=${user}`, root, ...program]];
 }
 
 /** Mount points under `root` still mounted in this mount namespace. */

@@ -55,6 +55,22 @@ export const E2E_TARGETS: ShutdownTarget[] = TARGETS.map((target) =>
 
 export const HOST_TARGET = TARGETS.find((t) => t.arch === HOST_ARCH) as ShutdownTarget;
 
+/**
+ * The Envoy releases the drain suites play against, on each target: the last release before 1.40's
+ * drain changes (PR #47042) and 1.40 itself. The simulator answers as the release it plays.
+ */
+export const PLAYED_ENVOY_RELEASES = ['1.39.0', '1.40.0'] as const;
+
+/** A target with the Envoy release its simulators play. */
+export interface E2ECase extends ShutdownTarget {
+  envoyRelease: string;
+}
+
+/** Each E2E target against each played release. */
+export const E2E_CASES: E2ECase[] = E2E_TARGETS.flatMap((target) =>
+  PLAYED_ENVOY_RELEASES.map((envoyRelease) => ({ ...target, envoyRelease, title: `${target.title}, against Envoy ${envoyRelease}` })),
+);
+
 /** The command line that runs `program` (built for `target`) with `args` on this host. */
 export function commandFor(target: ShutdownTarget, program: string, args: readonly string[]): [string, string[]] {
   return target.emulator ? [target.emulator, [program, ...args]] : [program, [...args]];

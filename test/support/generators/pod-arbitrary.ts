@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { defaultConfig, type Config } from '../../../src/config';
 import { validatePod, type Container, type LifecycleHandler, type Pod, type Probe, type Volume } from '../../../src/mutate';
 
-const VOLUME_KINDS = ['emptyDir', 'configMap', 'secret'] as const;
+const VOLUME_KINDS = ['emptyDir', 'configMap', 'secret', 'image'] as const;
 const VOLUME_NAMES = ['envoy-config', 'envoy-admin', 'empty-dir', 'certs', 'cache', 'drainguard'] as const;
 const MOUNT_PATHS: Record<(typeof VOLUME_NAMES)[number], string> = {
   'envoy-config': '/config',
@@ -145,14 +145,20 @@ const recipe = fc.record({
   annotations: annotationSets,
   withMetadata: fc.boolean(),
   configSidecarMode: fc.constantFrom<Config['sidecarMode']>('remove', 'disarm'),
+  configDelivery: fc.constantFrom<Config['installer']['delivery']>('copy', 'image-volume'),
   floor: fc.boolean(),
 });
 
 export const validPodCase: fc.Arbitrary<GeneratedCase> = recipe
   .map((r): GeneratedCase => {
-    const volumes: Volume[] = r.volumes.map((v) =>
-      v.kind === 'emptyDir' ? { name: v.name, emptyDir: {} } : v.kind === 'configMap' ? { name: v.name, configMap: { name: v.name } } : { name: v.name, secret: { secretName: v.name } },
-    );
+    const sources: Record<(typeof VOLUME_KINDS)[number], (name: string) => Omit<Volume, 'name'>> = {
+      emptyDir: () => ({ emptyDir: {} }),
+      configMap: (name) => ({ configMap: { name } }),
+      secret: (name) => ({ secret: { secretName: name } }),
+      // An image volume of the user's, or drainguard's own (the drain image, under its name).
+      image: (name) => ({ image: { reference: name === 'drainguard' ? defaultConfig().installer.image : `example.com/${name}:1`, pullPolicy: 'IfNotPresent' } }),
+    };
+    const volumes: Volume[] = r.volumes.map((v) => ({ name: v.name, ...sources[v.kind](v.name) }));
     const usedPaths = new Set<string>();
     const envoyMounts = r.volumes
       .filter((_, i) => r.envoyMountsMask[i])
@@ -207,6 +213,7 @@ export const validPodCase: fc.Arbitrary<GeneratedCase> = recipe
 
     const config = defaultConfig();
     config.sidecarMode = r.configSidecarMode;
+    config.installer.delivery = r.configDelivery;
     config.gracePeriodFloor.enabled = r.floor;
     return { pod, config };
   })

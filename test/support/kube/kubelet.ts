@@ -21,15 +21,10 @@
  * containers) bytes of it (`normalizeStatus`).
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { KubeApiDouble, KubeObject } from '../kube-api-double';
+import { headBytes as head, MAX_FALLBACK_LOG_BYTES, MAX_POD_TERMINATION_MESSAGE_BYTES, MAX_TERMINATION_MESSAGE_BYTES, tailBytes as tail } from '../cluster/termination-message';
 
-/** kubecontainer.MaxContainerTerminationMessageLength. */
-export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
-/** kubecontainer.MaxContainerTerminationMessageLogLength: what FallbackToLogsOnError takes from the log. */
-const MAX_FALLBACK_LOG_BYTES = 2048;
-/** kubecontainer.MaxPodTerminationMessageLogLength: shared by every container of the pod. */
-const MAX_POD_TERMINATION_MESSAGE_BYTES = 12288;
+export { MAX_TERMINATION_MESSAGE_BYTES, readTerminationMessageFile } from '../cluster/termination-message';
 
 export interface ContainerExit {
   exitCode: number;
@@ -78,38 +73,6 @@ interface PodStatus {
 /** `containerd://` and 64 hex digits, as containerd names containers. */
 export function newContainerId(): string {
   return `containerd://${randomBytes(32).toString('hex')}`;
-}
-
-/** The last `max` bytes of a file, as tail.ReadAtMost reads them; '' for a missing file. */
-export function readTerminationMessageFile(path: string, max: number = MAX_TERMINATION_MESSAGE_BYTES): string {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw error;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, max);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    return buffer.toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The last `max` bytes of a text, as the kubelet keeps a termination message (invalid UTF-8 becomes U+FFFD, as in JSON). */
-function tail(text: string, max: number): string {
-  const bytes = Buffer.from(text, 'utf8');
-  return bytes.length <= max ? text : bytes.subarray(bytes.length - max).toString('utf8');
-}
-
-/** The first `max` bytes of a text. */
-function head(text: string, max: number): string {
-  const bytes = Buffer.from(text, 'utf8');
-  return bytes.length <= max ? text : bytes.subarray(0, max).toString('utf8');
 }
 
 export class KubeletSimulator {

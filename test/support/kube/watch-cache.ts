@@ -49,6 +49,8 @@ export interface WatchTarget {
   /** Only this namespace; absent: every namespace. */
   namespace?: string;
   selector: LabelSelector;
+  /** `fieldSelector=metadata.name=NAME`: only that object (the one field selector the double implements). */
+  name?: string;
   allowBookmarks: boolean;
   /** Seconds until the server ends the watch (`timeoutSeconds`); absent: never, unless the test ends it. */
   timeoutSeconds?: number;
@@ -187,7 +189,11 @@ export class WatchCache {
   }
 
   private wants(target: WatchTarget, object: WatchedObject): boolean {
-    return (target.namespace === undefined || object.metadata.namespace === target.namespace) && selects(target.selector, object);
+    return (
+      (target.namespace === undefined || object.metadata.namespace === target.namespace) &&
+      (target.name === undefined || object.metadata.name === target.name) &&
+      selects(target.selector, object)
+    );
   }
 
   /** convertToWatchEvent: the selector decides on the object before and after the change. */

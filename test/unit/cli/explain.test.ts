@@ -1,4 +1,4 @@
-import { explanationJson, formatExplanation, shutdownEvents } from '../../../src/cli/explain';
+import { adminCalls, explanationJson, formatExplanation, shutdownEvents } from '../../../src/cli/explain';
 import type { WorkloadReport } from '../../../src/cli/inject-results';
 import { loadPod, mutateOk } from '../mutate/support';
 
@@ -36,6 +36,11 @@ describe('formatExplanation', () => {
         '    deadline            290s  ==========================================================|    the drain ends at the latest; Envoy gets SIGTERM',
         '    grace period end    300s  ============================================================|  terminationGracePeriodSeconds',
         '    SIGKILL             300s  ============================================================|  the kubelet kills whatever still runs',
+        '  admin calls, by the Envoy release /server_info reports when the drain starts:',
+        '    before 1.28, or unknown   POST /healthcheck/fail, POST /drain_listeners?graceful             no skip_exit (an unknown release is not risked with it): Envoy stops its listeners --drain-time-s after the drain starts',
+        '    1.28 to 1.33              POST /healthcheck/fail, POST /drain_listeners?graceful&skip_exit   skip_exit: the listeners keep accepting until SIGTERM, so a client sent here late still gets an answer; no inboundonly yet',
+        '    1.34 to 1.39              POST /healthcheck/fail, POST /drain_listeners?graceful&skip_exit   as 1.28, and --inbound-only drains the inbound listeners only; a plain drain_listeners would only stop the listeners, draining nothing',
+        '    1.40 and later            POST /healthcheck/fail, POST /drain_listeners?graceful&skip_exit   the same call: 1.40 pushes the drain to every connection; skip_exit alone is accepted only while the non_graceful_drain_notifies_connections runtime guard is on, graceful&skip_exit with it on or off',
         '  warnings:',
         '    - memory limit is tight',
         '',
@@ -155,12 +160,25 @@ describe('the shutdown drawn to scale', () => {
 
   test('no drawing when Envoy got no drain hook; --explain -o json carries the same events', () => {
     const noDrain = { ...TIMELINE, drainInstalled: false };
-    expect(formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline: noDrain } }])).not.toContain('to scale');
+    const text = formatExplanation([{ ...at, outcome: { status: 'mutated', patch: [], actions: [], warnings: [], timeline: noDrain } }]);
+    expect(text).not.toContain('to scale');
+    expect(text).not.toContain('admin calls');
     const [json] = explanationJson([{ ...at, outcome: { status: 'mutated', patch: [], actions: ['prestop'], warnings: [], timeline: TIMELINE } }]) as {
       shutdown: unknown;
+      adminCalls: unknown;
       actions: string[];
     }[];
     expect(json!.actions).toEqual(['prestop']);
     expect(json!.shutdown).toEqual(shutdownEvents(TIMELINE));
+    expect(json!.adminCalls).toEqual(adminCalls(TIMELINE));
+  });
+
+  test('the admin calls follow the drain delay: releases with skip_exit start the drain with the delay, before the health check', () => {
+    expect(adminCalls({ ...TIMELINE, drainDelaySeconds: 5 }).map((calls) => [calls.releases, calls.posts])).toEqual([
+      ['before 1.28, or unknown', ['/healthcheck/fail', '/drain_listeners?graceful']],
+      ['1.28 to 1.33', ['/drain_listeners?graceful&skip_exit', '/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.34 to 1.39', ['/drain_listeners?graceful&skip_exit', '/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.40 and later', ['/drain_listeners?graceful&skip_exit', '/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+    ]);
   });
 });

@@ -22,6 +22,20 @@ describe('parseConfig', () => {
     expect(config).toEqual(expected);
   });
 
+  test('a drain setting is present exactly when the file sets it (its default is applied later, below other sources)', () => {
+    expect(parseConfig('', 'empty.yaml').drain).toEqual({});
+    expect(parseConfig('drain:\n  minDrainSeconds: 20\n', 'd.yaml').drain).toEqual({ minDrainSeconds: 20 });
+    // The value of drainguard's own default, written out, is still set by the operator.
+    expect(parseConfig('drain:\n  drainDelaySeconds: 0\n', 'd.yaml').drain).toEqual({ drainDelaySeconds: 0 });
+    expect(parseConfig('drain: {}\n', 'd.yaml').drain).toEqual({});
+  });
+
+  test('installer.delivery: image-volume, and a drain image of your own whose program is elsewhere in it', () => {
+    const config = parseConfig('installer:\n  delivery: image-volume\n  programPath: /opt/drain/envoy-shutdown', 'm.yaml');
+    expect(config.installer).toMatchObject({ delivery: 'image-volume', programPath: '/opt/drain/envoy-shutdown' });
+    expect(defaultConfig().installer.delivery).toBe('copy');
+  });
+
   test('lists replace the default list', () => {
     expect(parseConfig('envoyImageRepositories: [example/envoy]', 'l.yaml').envoyImageRepositories).toEqual(['example/envoy']);
   });
@@ -39,9 +53,11 @@ describe('parseConfig', () => {
     ['sidecarMode: delete', 'bad.yaml: sidecarMode: must be one of "remove", "disarm"'],
     ['requests:\n  envoy:\n    cpu: lots', 'bad.yaml: requests.envoy.cpu: must be a Kubernetes quantity'],
     ['requests: []', 'bad.yaml: requests: must be a mapping'],
-    ['installer:\n  fallbackMountPath: relative/path', 'bad.yaml: installer.fallbackMountPath: must be an absolute path'],
+    ['installer:\n  mountPath: relative/path', 'bad.yaml: installer.mountPath: must be an absolute path'],
     ['installer:\n  programPath: /opt/../bin/sh', 'bad.yaml: installer.programPath'],
     ['installer:\n  installDirectory: a/b', 'bad.yaml: installer.installDirectory'],
+    ['installer:\n  programPath: /opt/drain', 'bad.yaml: installer.programPath: must be an absolute path whose last part is envoy-shutdown'],
+    ['installer:\n  delivery: image', 'bad.yaml: installer.delivery: must be one of "copy", "image-volume"'],
     ['envoyContainerName: Envoy', 'bad.yaml: envoyContainerName: must be a DNS label'],
     ['gracePeriodFloor:\n  enabled: "yes"', 'bad.yaml: gracePeriodFloor.enabled: must be true or false'],
     ['envoyImageRepositories: []', 'bad.yaml: envoyImageRepositories'],

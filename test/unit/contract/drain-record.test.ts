@@ -98,3 +98,50 @@ test('keys a newer program adds are ignored, the known ones still checked', () =
   const wire = JSON.parse(encodeDrainRecord(finished)) as Record<string, unknown>;
   expect(readDrainRecord(JSON.stringify({ ...wire, newField: [1, 2, 3] }))).toEqual({ kind: 'record', record: finished });
 });
+
+describe('UDP sessions in the record', () => {
+  const withUdp: FinishedRecord = {
+    ...finished,
+    udpSessionsAtStart: 40,
+    udpSessionsAtEnd: 3,
+    openUdpProxies: [{ name: 'udproute/default/coredns/rule/0', sessions: 3 }],
+    openUdpProxiesOmitted: 0,
+  };
+
+  test('read back as written; a record without them (a program that did not count them) reads without them', () => {
+    expect(readDrainRecord(encodeDrainRecord(withUdp))).toEqual({ kind: 'record', record: withUdp });
+    const reading = readDrainRecord(encodeDrainRecord(finished));
+    expect(reading).toEqual({ kind: 'record', record: finished });
+    if (reading.kind === 'record') expect('udpSessionsAtEnd' in reading.record).toBe(false);
+  });
+
+  test('all four fields or none; each within its bounds', () => {
+    const wire = JSON.parse(encodeDrainRecord(withUdp)) as Record<string, unknown>;
+    const hostile: [string, Record<string, unknown>][] = [
+      ['sessions without the proxies', { ...wire, openUdpProxies: undefined, openUdpProxiesOmitted: undefined }],
+      ['a negative session count', { ...wire, udpSessionsAtEnd: -1 }],
+      ['sessions as text', { ...wire, udpSessionsAtStart: '40' }],
+      ['a proxy without sessions', { ...wire, openUdpProxies: [{ name: 'dns' }] }],
+      ['a proxy name with a backslash', { ...wire, openUdpProxies: [{ name: 'a\\b', sessions: 1 }] }],
+    ];
+    for (const [what, record] of hostile) expect({ what, kind: readDrainRecord(JSON.stringify(record)).kind }).toEqual({ what, kind: 'unreadable' });
+  });
+
+  test('listeners and UDP proxies share the 4 KiB: the fewest connections or sessions go first, whichever kind', () => {
+    const openListeners = Array.from({ length: 3000 }, (_, i) => ({ name: `listener_${i}`, connections: 2 * i + 1 }));
+    const openUdpProxies = Array.from({ length: 3000 }, (_, i) => ({ name: `udp_${i}`, sessions: 2 * i + 2 }));
+    const text = encodeDrainRecord({ ...withUdp, openListeners, openUdpProxies });
+    expect(bytes(text)).toBeLessThanOrEqual(DRAIN_RECORD_MAX_BYTES);
+    const reading = readDrainRecord(text);
+    if (reading.kind !== 'record' || reading.record.state !== 'finished') throw new Error(`not read: ${JSON.stringify(reading)}`);
+    const { openListeners: keptListeners, openUdpProxies: keptUdp = [] } = reading.record;
+    expect(keptUdp[0]).toEqual({ name: 'udp_2999', sessions: 6000 });
+    expect(keptListeners[0]).toEqual({ name: 'listener_2999', connections: 5999 });
+    // Interleaved by count: neither kind crowds the other out.
+    expect(Math.abs(keptListeners.length - keptUdp.length)).toBeLessThanOrEqual(1);
+    const smallestKept = Math.min(...keptListeners.map((l) => l.connections), ...keptUdp.map((u) => u.sessions));
+    expect(smallestKept).toBeGreaterThan(6000 - 2 * (keptListeners.length + keptUdp.length));
+    expect(keptListeners.length + reading.record.openListenersOmitted).toBe(3000);
+    expect(keptUdp.length + (reading.record.openUdpProxiesOmitted ?? 0)).toBe(3000);
+  });
+});

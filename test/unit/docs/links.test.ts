@@ -1,12 +1,27 @@
 /**
- * The README and docs/ link to each other and to files in the repository: every relative link must
- * lead to a file that exists, and every `#anchor` to a heading of the page it names.
+ * The README, docs/ and the chart's README link to each other and to files in the repository: every
+ * relative link must lead to a file that exists, and every `#anchor` to a heading of the page it names.
+ * The chart's README is also shown where relative links do not work (Artifact Hub, `helm show
+ * readme`), so it links to the repository's own files on GitHub: those are checked the same way.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { REPO_ROOT } from '../../support/repo';
 
-const pages = [join(REPO_ROOT, 'README.md'), ...readdirSync(join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(REPO_ROOT, 'docs', f))];
+const pages = [
+  join(REPO_ROOT, 'README.md'),
+  join(REPO_ROOT, 'charts/drainguard/README.md'),
+  ...readdirSync(join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(REPO_ROOT, 'docs', f)),
+];
+
+/** This repository's files on GitHub, as the chart's README links them. */
+const REPOSITORY_FILE = /^https:\/\/github\.com\/drainguard\/drainguard\/(?:blob|tree)\/main\/(.+)$/;
+
+/** A link to this repository's file on GitHub as the path from the repository's root; other links as they are. */
+export function localTarget(target: string): string {
+  const file = REPOSITORY_FILE.exec(target);
+  return file ? `/${file[1]}` : target;
+}
 
 /** GitHub's heading anchors: lower case, punctuation other than `-` and `_` dropped, spaces to `-`. */
 export function headingAnchor(heading: string): string {
@@ -48,13 +63,15 @@ function linksOf(markdown: string): string[] {
 
 describe.each(pages.map((page) => [relative(REPO_ROOT, page), page]))('%s', (_name, page) => {
   const text = readFileSync(page, 'utf8');
-  const local = linksOf(text).filter((target) => !/^[a-z]+:/i.test(target));
+  const local = linksOf(text)
+    .map(localTarget)
+    .filter((target) => !/^[a-z]+:/i.test(target));
 
   test('every relative link leads to an existing file, and every anchor to a heading', () => {
     const broken: string[] = [];
     for (const target of local) {
       const [path = '', anchor] = target.split('#');
-      const file = path === '' ? page : resolve(dirname(page), decodeURIComponent(path));
+      const file = path === '' ? page : path.startsWith('/') ? join(REPO_ROOT, decodeURIComponent(path)) : resolve(dirname(page), decodeURIComponent(path));
       if (!file.startsWith(REPO_ROOT) || !existsSync(file)) {
         broken.push(`${target}: no such file`);
         continue;
@@ -74,6 +91,11 @@ test('the anchor rule follows GitHub for headings with code and punctuation', ()
 
 test('the README stays a newcomer page (under 12 KB)', () => {
   expect(readFileSync(join(REPO_ROOT, 'README.md')).length).toBeLessThan(12 * 1024);
+});
+
+test('a link to this repository on GitHub is checked as its file; other sites are not', () => {
+  expect(localTarget('https://github.com/drainguard/drainguard/blob/main/docs/install.md#upgrade')).toBe('/docs/install.md#upgrade');
+  expect(localTarget('https://github.com/other/drainguard/blob/main/docs/install.md')).toBe('https://github.com/other/drainguard/blob/main/docs/install.md');
 });
 
 test('links inside code spans are not links', () => {

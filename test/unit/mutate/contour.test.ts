@@ -158,7 +158,7 @@ describe('the bootstrap emptyDir holds the program unless its sizeLimit leaves n
     if (config === undefined) throw new Error('fixture without envoy-config');
     config.emptyDir = emptyDir;
     const { after } = mutateOk(pod);
-    expect(after.spec.volumes?.map((v) => v.name)).not.toContain(defaultConfig().installer.fallbackVolumeName);
+    expect(after.spec.volumes?.map((v) => v.name)).not.toContain(defaultConfig().installer.volumeName);
     expect(container(after, 'drainguard-install').volumeMounts).toEqual([{ name: 'envoy-config', mountPath: '/config' }]);
     expect(drainArgs(container(after, 'envoy')).program).toBe('/config/drainguard/envoy-shutdown');
   });
@@ -172,10 +172,10 @@ describe('the bootstrap emptyDir holds the program unless its sizeLimit leaves n
     if (config === undefined) throw new Error('fixture without envoy-config');
     config.emptyDir = emptyDir;
     const { after } = mutateOk(pod);
-    const { fallbackVolumeName, fallbackMountPath } = defaultConfig().installer;
-    expect(after.spec.volumes).toContainEqual({ name: fallbackVolumeName, emptyDir: {} });
-    expect(container(after, 'drainguard-install').volumeMounts).toEqual([{ name: fallbackVolumeName, mountPath: fallbackMountPath }]);
-    expect(drainArgs(container(after, 'envoy')).program).toBe(`${fallbackMountPath}/drainguard/envoy-shutdown`);
+    const { volumeName, mountPath } = defaultConfig().installer;
+    expect(after.spec.volumes).toContainEqual({ name: volumeName, emptyDir: {} });
+    expect(container(after, 'drainguard-install').volumeMounts).toEqual([{ name: volumeName, mountPath: mountPath }]);
+    expect(drainArgs(container(after, 'envoy')).program).toBe(`${mountPath}/drainguard/envoy-shutdown`);
     // The bootstrap volume itself is left exactly as it was.
     expect(after.spec.volumes?.find((v) => v.name === 'envoy-config')).toEqual({ name: 'envoy-config', emptyDir });
   });

@@ -69,12 +69,12 @@ describe('Envoy Gateway (inline --config-yaml bootstrap, admin on TCP 127.0.0.1:
   });
 
   test('no -c file and no writable volume: a dedicated emptyDir, read-only in Envoy, writable in the installer', () => {
-    const { fallbackVolumeName, fallbackMountPath } = defaultConfig().installer;
-    expect(after.spec.volumes).toContainEqual({ name: fallbackVolumeName, emptyDir: {} });
-    expect(envoy.volumeMounts).toContainEqual({ name: fallbackVolumeName, mountPath: fallbackMountPath, readOnly: true });
+    const { volumeName, mountPath } = defaultConfig().installer;
+    expect(after.spec.volumes).toContainEqual({ name: volumeName, emptyDir: {} });
+    expect(envoy.volumeMounts).toContainEqual({ name: volumeName, mountPath: mountPath, readOnly: true });
     const installer = container(after, 'drainguard-install');
-    expect(installer.volumeMounts).toEqual([{ name: fallbackVolumeName, mountPath: fallbackMountPath }]);
-    expect(drainArgs(envoy).program).toBe(`${fallbackMountPath}/drainguard/envoy-shutdown`);
+    expect(installer.volumeMounts).toEqual([{ name: volumeName, mountPath: mountPath }]);
+    expect(drainArgs(envoy).program).toBe(`${mountPath}/drainguard/envoy-shutdown`);
     expect(installer.securityContext).toMatchObject({ runAsUser: 65532, runAsGroup: 65532 });
   });
 

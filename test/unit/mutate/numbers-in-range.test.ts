@@ -5,7 +5,7 @@
  * the value is capped and a warning says so.
  */
 import fc from 'fast-check';
-import { defaultConfig, type Config } from '../../../src/config';
+import { defaultConfig, DRAIN_SETTING_DEFAULTS, type Config } from '../../../src/config';
 import { MAX_DEADLINE_SECONDS, parseDrainArguments } from '../../../src/drain-contract';
 import type { Pod } from '../../../src/mutate';
 import { configWith, container, loadPod, mutateOk } from './support';
@@ -62,7 +62,7 @@ test('a grace period just above what a timer holds gives the longest deadline th
 });
 
 test('a grace period of exactly the longest deadline plus the margin is not capped and not warned about', () => {
-  const margin = defaultConfig().drain.deadlineMarginSeconds;
+  const margin = DRAIN_SETTING_DEFAULTS.deadlineMarginSeconds;
   const { result, settings } = checkNumbers(withGrace(MAX_DEADLINE_SECONDS + margin));
   expect(settings.deadlineMs).toBe(MAX_DEADLINE_SECONDS * 1000);
   expect(result.warnings.filter((w) => w.includes('capped'))).toEqual([]);

@@ -4,7 +4,7 @@
  * converges: what a later webhook undid is restored, and a pod where everything holds gets zero
  * operations.
  */
-import { defaultConfig } from '../../../src/config';
+import { defaultConfig, DRAIN_SETTING_DEFAULTS } from '../../../src/config';
 import { mutate, type Container, type Pod } from '../../../src/mutate';
 import { VERSION } from '../../../src/version';
 import { applyIndependently, configWith, container, drainArgs, hasContainer, loadPod, mutateOk, withAnnotations } from './support';
@@ -24,10 +24,10 @@ function copy(pod: Pod): Pod {
 /**
  * The restored hook is the first one, except for what only the removed sidecar showed: Contour's own
  * defaults (no --check-delay, a 5 s poll) went with it and with the replaced hook, so drainguard's
- * configuration applies to those two (docs/design.md, "The status annotation and re-invocation").
+ * own defaults apply to those two (nothing in the configuration sets them here) (docs/design.md, "The status annotation and re-invocation").
  */
 function expectRestored(restored: Container['lifecycle'], hook: Container['lifecycle']): void {
-  const config = defaultConfig().drain;
+  const config = DRAIN_SETTING_DEFAULTS;
   const expected = (hook?.preStop?.exec?.command ?? []).map((word, index, all) =>
     all[index - 1] === '--min-drain' ? `${config.minDrainSeconds}s` : all[index - 1] === '--poll-interval' ? `${config.pollIntervalSeconds}s` : word,
   );
@@ -38,6 +38,40 @@ test('everything still holds: zero operations, unchanged', () => {
   const { first } = injected();
   const again = mutate(first, defaultConfig());
   expect(again).toMatchObject({ status: 'unchanged', patch: [] });
+});
+
+/**
+ * drainguard's result as kube-apiserver stores it (test/kube/admission-fixtures.test.ts shows it on the
+ * real server): defaulting filled in fields inside what drainguard wrote, and a pod that came with the
+ * installer already (inject's output applied) had the ServiceAccount token mounted into it too.
+ */
+function asStoredByApiServer(pod: Pod): Pod {
+  const stored = copy(pod);
+  const token = 'kube-api-access-x7k2q';
+  stored.spec.volumes = [...(stored.spec.volumes ?? []), { name: token, projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }];
+  for (const each of [...stored.spec.containers, ...(stored.spec.initContainers ?? [])]) {
+    each.terminationMessagePath = '/dev/termination-log';
+    each.terminationMessagePolicy = 'File';
+    each.volumeMounts = [...(each.volumeMounts ?? []), { name: token, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }];
+    for (const probe of [each.livenessProbe, each.readinessProbe, each.startupProbe]) if (probe?.httpGet) probe.httpGet.scheme = 'HTTP';
+  }
+  return stored;
+}
+
+test('everything still holds as the API server stored it (defaulted fields, the token mounted into the installer): zero operations, and the probes are still drainguard\'s', () => {
+  const { first } = injected();
+  const again = mutate(asStoredByApiServer(first), defaultConfig());
+  expect(again).toMatchObject({ status: 'unchanged', patch: [] });
+  expect(again.status === 'unchanged' && again.timeline).toMatchObject({ livenessSource: 'drainguard', startupSource: 'drainguard' });
+});
+
+test('an installer another drainguard changed (its image) is replaced whole, whatever the API server added to it', () => {
+  const { first } = injected();
+  const stored = asStoredByApiServer(first);
+  container(stored, 'drainguard-install').image = 'ghcr.io/drainguard/drainguard:0.0.9';
+  const result = mutate(stored, defaultConfig());
+  expect(result.status).toBe('mutated');
+  expect(container(applyIndependently(stored, result.patch), 'drainguard-install')).toEqual(container(first, 'drainguard-install'));
 });
 
 test('a preStop that replaced the drain is replaced back, with a warning naming what replaced it', () => {

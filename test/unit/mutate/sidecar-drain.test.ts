@@ -53,9 +53,8 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     expect(drain(contourWithShutdown('--drain-delay', '7s')).flags.drainDelay).toBe('7s');
   });
 
-  test('flags left out take the sidecar\'s defaults at its release (image tag main), not drainguard\'s configuration', () => {
-    const config = configWith((c) => Object.assign(c.drain, { minDrainSeconds: 12, pollIntervalSeconds: 3 }));
-    const { flags, sources, result } = drain(contourWithShutdown(), config);
+  test('flags left out take the sidecar\'s defaults at its release (image tag main), not drainguard\'s own defaults', () => {
+    const { flags, sources, result } = drain(contourWithShutdown());
     expect(flags).toMatchObject({ drainDelay: '0s', minDrain: '0s', poll: '5s', minConnections: '0' });
     expect(sources?.minDrain).toEqual({
       origin: 'component-default',
@@ -82,13 +81,13 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     ['docker.io/bitnami/contour@sha256:' + 'b'.repeat(64), 'the image docker.io/bitnami/contour@sha256:'],
     ['ghcr.io/projectcontour/contour:latest', 'the image ghcr.io/projectcontour/contour:latest (containers shutdown-manager, envoy-initconfig) has no release tag'],
     ['registry.example/edge-tools:2.1.0', 'no Contour image with a release tag'],
-  ])('a release that cannot be told from %s: the configured minimum drain, with a warning naming the annotation', (image, why) => {
+  ])('a release that cannot be told from %s: drainguard\'s own minimum drain, with a warning naming the annotation', (image, why) => {
     const pod = contourWithShutdown();
     for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]) if (c.image?.includes('contour')) c.image = image;
     const { flags, sources, warnings } = drain(pod);
     // The defaults every release shares still apply; only the one that differs falls back.
     expect(flags).toMatchObject({ minDrain: '5s', poll: '5s', drainDelay: '0s' });
-    expect(sources?.minDrain.origin).toBe('configuration');
+    expect(sources?.minDrain).toEqual({ origin: 'drainguard-default', detail: "drainguard's configuration (drain.minDrainSeconds)" });
     const warning = warnings.find((w) => w.includes('--check-delay'));
     // What to do first: the API server cuts a warning after 256 characters.
     expect(warning).toMatch(/^container shutdown-manager: the minimum drain is drainguard's drain\.minDrainSeconds \(set drainguard\.io\/min-drain to choose\): /);
@@ -98,6 +97,10 @@ describe('Contour and Bitnami: `contour envoy shutdown` flags', () => {
     const annotated = drain(withAnnotations(pod, { 'drainguard.io/min-drain': '20s' }));
     expect(annotated.flags.minDrain).toBe('20s');
     expect(annotated.warnings.filter((w) => w.includes('--check-delay'))).toEqual([]);
+    // So does setting it in the configuration, for every pod.
+    const configured = drain(pod, configWith((c) => (c.drain.minDrainSeconds = 12)));
+    expect(configured.flags.minDrain).toBe('12s');
+    expect(configured.warnings.filter((w) => w.includes('--check-delay'))).toEqual([]);
   });
 
   test('annotations win over the sidecar\'s flags', () => {
@@ -277,5 +280,81 @@ describe('Envoy Gateway: `envoy-gateway envoy shutdown` flags', () => {
     if (again.status !== 'unchanged') return;
     expect(again.timeline).toMatchObject({ deadlineSeconds: 30, minDrainSeconds: 15 });
     expect(again.timeline.drainSources?.deadline.origin).toBe('drainguard-hook');
+  });
+});
+
+/**
+ * A drain setting the operator set in drainguard's configuration (`--config`, the chart's
+ * `config.drain.*`) outranks the replaced component's release default, and nothing the pod says:
+ * the workload's annotation and the sidecar's own flag still win (docs/configuration.md, "Where a
+ * drain setting comes from").
+ */
+describe('a drain setting set in the configuration', () => {
+  const clusterWide = () => configWith((c) => Object.assign(c.drain, { drainDelaySeconds: 5, minDrainSeconds: 20, minConnections: 3, pollIntervalSeconds: 2 }));
+  const CONFIGURED = (key: string) => ({ origin: 'configuration', detail: `drain.${key} set in drainguard's configuration` });
+
+  test('applies to a Contour pod whose sidecar sets no flag, over Contour\'s release defaults', () => {
+    const { flags, sources, warnings } = drain(contourWithShutdown(), clusterWide());
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '20s', minConnections: '3', poll: '2s' });
+    expect(sources).toMatchObject({
+      drainDelay: CONFIGURED('drainDelaySeconds'),
+      minDrain: CONFIGURED('minDrainSeconds'),
+      minConnections: CONFIGURED('minConnections'),
+      pollInterval: CONFIGURED('pollIntervalSeconds'),
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  test('applies to Contour\'s own DaemonSet as shipped (its Envoy preStop calls the sidecar, which has no flags)', () => {
+    const { flags } = drain(loadPod('contour-main.yaml'), clusterWide());
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '20s', minConnections: '3', poll: '2s' });
+  });
+
+  test('a setting it leaves out keeps the component\'s release default', () => {
+    const { flags, sources } = drain(contourWithShutdown(), configWith((c) => (c.drain.drainDelaySeconds = 5)));
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '0s', poll: '5s', minConnections: '0' });
+    expect(sources?.minDrain.origin).toBe('component-default');
+    expect(sources?.pollInterval.origin).toBe('component-default');
+  });
+
+  test('the sidecar\'s explicit flag still wins, setting by setting', () => {
+    const { flags, sources } = drain(contourWithShutdown('--check-delay=7s', '--check-interval=4s'), clusterWide());
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '7s', poll: '4s', minConnections: '3' });
+    expect(sources?.minDrain).toEqual({ origin: 'sidecar-flag', detail: `--check-delay=7s of ${SHUTDOWN}` });
+    expect(sources?.pollInterval).toEqual({ origin: 'sidecar-flag', detail: `--check-interval=4s of ${SHUTDOWN}` });
+    expect(sources?.drainDelay).toEqual(CONFIGURED('drainDelaySeconds'));
+  });
+
+  test('the workload\'s annotation wins over it', () => {
+    const pod = withAnnotations(contourWithShutdown(), { 'drainguard.io/min-drain': '9s', 'drainguard.io/min-connections': '1' });
+    const { flags, sources } = drain(pod, clusterWide());
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '9s', minConnections: '1' });
+    expect(sources?.minDrain.origin).toBe('annotation');
+  });
+
+  test('Envoy Gateway: it outranks the release defaults too; a configured delay is not taken out of a configured minimum drain', () => {
+    const { flags, sources } = drain(envoyGatewayWithShutdown(), clusterWide());
+    expect(flags).toMatchObject({ drainDelay: '5s', minDrain: '20s', minConnections: '3', poll: '2s' });
+    expect(sources?.minDrain).toEqual(CONFIGURED('minDrainSeconds'));
+    // Envoy Gateway counts its own minimum from the start of its drain: its default, kept, is shortened
+    // by a drain delay drainguard waits first, which the configuration gave here.
+    const kept = drain(envoyGatewayWithShutdown(), configWith((c) => (c.drain.drainDelaySeconds = 4)));
+    expect(kept.flags).toMatchObject({ drainDelay: '4s', minDrain: '6s' });
+    expect(kept.sources?.minDrain.origin).toBe('component-default');
+  });
+
+  test('a plain Envoy (nothing replaced) takes it over drainguard\'s own default, and --explain tells the two apart', () => {
+    const plain = loadPod('plain-envoy.yaml');
+    const unset = drain(plain);
+    expect(unset.sources?.minDrain).toEqual({ origin: 'drainguard-default', detail: "drainguard's configuration (drain.minDrainSeconds)" });
+    const set = drain(plain, configWith((c) => (c.drain.minDrainSeconds = 5)));
+    expect(set.flags.minDrain).toBe(unset.flags.minDrain);
+    expect(set.sources?.minDrain).toEqual(CONFIGURED('minDrainSeconds'));
+  });
+
+  test('a configured deadline margin is named as set', () => {
+    const { flags, sources } = drain(contourWithShutdown(), configWith((c) => (c.drain.deadlineMarginSeconds = 30)));
+    expect(flags.deadline).toBe('270s');
+    expect(sources?.deadline).toEqual({ origin: 'grace-period', detail: "grace period - 30s (drain.deadlineMarginSeconds set in drainguard's configuration)" });
   });
 });

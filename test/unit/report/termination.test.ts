@@ -8,6 +8,7 @@ import { encodeDrainRecord, type FinishedRecord, type StartedRecord } from '../.
 import { describeTermination, formatSeconds } from '../../../src/report/describe';
 import { eventName, podEvent, readSummary, summaryOf, workloadEvent, encodeSummary } from '../../../src/report/drain-event';
 import { DRAIN_METRIC_NAMES, ReporterMetrics } from '../../../src/report/metrics';
+import { summariseWorkload } from '../../../src/check/drains';
 import { viewPod, workloadOf, type PodView } from '../../../src/report/pod-view';
 import { terminationsOf, type Termination } from '../../../src/report/termination';
 
@@ -225,6 +226,71 @@ describe('the Events', () => {
     ]) {
       expect(readSummary(forged)).toBeUndefined();
     }
+  });
+});
+
+describe('UDP sessions (the drain waits for them too)', () => {
+  const text = (record: FinishedRecord) => describeTermination(only(pod({ deleting: true, ended: { message: encodeDrainRecord(record) } })));
+  const udp = (fields: Partial<FinishedRecord>): FinishedRecord =>
+    finished({ udpSessionsAtStart: 4, udpSessionsAtEnd: 0, openUdpProxies: [], openUdpProxiesOmitted: 0, ...fields });
+
+  test('the Events count sessions beside connections, and say why a session outlives a drain', () => {
+    expect(text(udp({}))).toEqual({ type: 'Normal', reason: 'Drained', message: 'drained 312 connections and 4 UDP sessions in 14 s' });
+    expect(text(udp({ connectionsAtStart: 0 })).message).toBe('drained 4 UDP sessions in 14 s');
+    const both = udp({
+      reason: 'deadline',
+      durationMs: 290_000,
+      connectionsAtEnd: 2,
+      openListeners: [{ name: 'ingress_https', connections: 2 }],
+      udpSessionsAtEnd: 3,
+      openUdpProxies: [{ name: 'udproute/default/coredns/rule/0', sessions: 3 }],
+    });
+    expect(text(both)).toEqual({
+      type: 'Warning',
+      reason: 'DrainDeadline',
+      message:
+        '2 connections and 3 UDP sessions still open on listener ingress_https, on UDP proxy udproute/default/coredns/rule/0 when the 290 s deadline ended: ' +
+        "a UDP session ends only once its idle timeout passes without a datagram (the UDP proxy's idle_timeout, 60 s by default), so " +
+        'raise terminationGracePeriodSeconds or set drainguard.io/min-connections',
+    });
+    const udpOnly = udp({ reason: 'deadline', connectionsAtEnd: 0, udpSessionsAtEnd: 15, openUdpProxies: [{ name: 'game', sessions: 12 }, { name: 'dns', sessions: 3 }], openUdpProxiesOmitted: 1 });
+    expect(text(udpOnly).message).toMatch(/^15 UDP sessions still open on UDP proxies game \(12\), dns \(3\), and 1 more when the 290 s deadline ended: a UDP session/);
+    expect(text(udp({ reason: 'signal', signal: 'SIGTERM', connectionsAtEnd: 1, udpSessionsAtEnd: 2 })).message).toMatch(/with 1 connection and 2 UDP sessions still open/);
+    // A record of a program that did not count them reads as before.
+    expect(text(finished())).toMatchObject({ message: 'drained 312 connections in 14 s' });
+  });
+
+  test('the summary carries them, read back strictly; check names them for a deadline', () => {
+    const record = udp({ reason: 'deadline', connectionsAtEnd: 0, udpSessionsAtEnd: 3, openUdpProxies: [{ name: 'dns', sessions: 3 }] });
+    const summary = summaryOf(only(pod({ deleting: true, ended: { message: encodeDrainRecord(record) } })));
+    expect(summary).toMatchObject({ outcome: 'deadline', connectionsAtEnd: 0, udpSessionsAtEnd: 3, openUdpProxies: [{ name: 'dns', sessions: 3 }] });
+    expect(readSummary(encodeSummary(summary))).toEqual(summary);
+    const before = summaryOf(only(pod({ deleting: true, ended: { message: encodeDrainRecord(finished()) } })));
+    expect('udpSessionsAtEnd' in before).toBe(false);
+    expect(readSummary(encodeSummary(before))).toEqual(before);
+    for (const forged of [
+      encodeSummary({ ...summary, openUdpProxies: undefined }),
+      encodeSummary({ ...summary, udpSessionsAtEnd: -3 }),
+      encodeSummary({ ...summary, openUdpProxies: [{ name: 'a b', sessions: 1 }] }),
+      encodeSummary({ ...summary, openUdpProxies: Array.from({ length: 6 }, () => ({ name: 'dns', sessions: 1 })) }),
+    ]) {
+      expect(readSummary(forged)).toBeUndefined();
+    }
+    const drains = summariseWorkload('projectcontour', 'daemonset/envoy', [{ namespace: 'projectcontour', summary, at: null } as never]);
+    expect(drains.drains[0]).toMatchObject({ udpSessionsAtEnd: 3, openUdpProxies: [{ name: 'dns', sessions: 3 }] });
+  });
+
+  test('drainguard_drain_udp_sessions_left: observed when the drain counted them, never for a record without them or an unknown count', async () => {
+    const metrics = new ReporterMetrics();
+    const count = (record: FinishedRecord, id: string) => metrics.count(only(pod({ deleting: true, ended: { message: encodeDrainRecord(record), containerID: `containerd://${id}` } })));
+    count(udp({ reason: 'deadline', udpSessionsAtEnd: 3 }), 'a');
+    count(udp({}), 'b');
+    count(finished(), 'c');
+    count(udp({ reason: 'deadline', connectionsAtEnd: null, udpSessionsAtEnd: null }), 'd');
+    const histogram = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'drainguard_drain_udp_sessions_left')!;
+    const values = histogram.values as { metricName?: string; value: number }[];
+    expect(values.find((v) => v.metricName === 'drainguard_drain_udp_sessions_left_count')?.value).toBe(2);
+    expect(values.find((v) => v.metricName === 'drainguard_drain_udp_sessions_left_sum')?.value).toBe(3);
   });
 });
 

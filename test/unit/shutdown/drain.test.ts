@@ -4,6 +4,8 @@ import { encodeDrainRecord, readDrainRecord, type DrainRecord } from '../../../s
 import { DrainRun, drainEnvoy, type DrainSettings } from '../../../src/shutdown/drain';
 import type { RecordSink } from '../../../src/shutdown/record-file';
 import { VERSION } from '../../../src/version';
+import { DRAIN_CALL_ERAS, drainPosts } from '../../../src/drain-contract';
+import { parseEnvoyVersion } from '../../../src/shutdown/envoy-version';
 import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
 import type { LogFields } from '../../../src/shutdown/log';
 
@@ -107,15 +109,23 @@ describe('drainEnvoy', () => {
     expect(calls.slice(4).every((c) => c.path === LISTENER_GAUGES_PATH)).toBe(true);
     expect(calls.some((c) => c.path.includes('quitquitquit'))).toBe(false);
     // 3 connections, one fewer every 2 s: zero from t=6 s, seen by the poll at t=6 s.
-    expect(summary).toEqual({ reason: 'drained', durationMs: 6000, connectionsAtStart: 3, connectionsAtEnd: 0, envoyVersion: '1.31.2' });
+    expect(summary).toEqual({
+      reason: 'drained',
+      durationMs: 6000,
+      connectionsAtStart: 3,
+      connectionsAtEnd: 0,
+      udpSessionsAtStart: 0,
+      udpSessionsAtEnd: 0,
+      envoyVersion: '1.31.2',
+    });
     expect(logs.map((l) => l.phase)).toEqual([
       'start', 'healthcheck-fail', 'server-info', 'healthcheck-confirm', 'connections', 'drain-listeners', 'poll', 'poll', 'poll', 'poll', 'summary',
     ]);
     expect(logs.find((l) => l.phase === 'healthcheck-confirm')).toMatchObject({ state: 'DRAINING', via: '/server_info' });
   });
 
-  test('asks for the listener gauges in plain text, the filter percent-encoded', () => {
-    expect(LISTENER_GAUGES_PATH).toMatch(/^\/stats\?type=Gauges&filter=%5Elistener%5C\.[%0-9A-Za-z_.*()-]+%5C\.downstream_cx_active%24$/);
+  test("asks for the listener gauges and the UDP proxies' session gauges in plain text, the filter percent-encoded", () => {
+    expect(LISTENER_GAUGES_PATH).toMatch(/^\/stats\?type=Gauges&filter=%5E\(%3F%3Alistener%5C\.[%0-9A-Za-z_.*()-]+%5C\.downstream_cx_active%7Cudp%5C\.\.%2B%5C\.downstream_sess_active\)%24$/);
   });
 
   test('waits for the minimum drain even when nothing is connected, and not a poll interval longer', async () => {
@@ -123,7 +133,7 @@ describe('drainEnvoy', () => {
     expect(summary.reason).toBe('drained');
     expect(summary.durationMs).toBe(2500);
     // Each poll the minimum drain held says so, and how long is left: the last one wakes at its end.
-    expect(logs.filter((l) => l.phase === 'min-drain')).toEqual([2500, 1500, 500].map((wait) => ({ phase: 'min-drain', connections: 0, wait_ms: wait })));
+    expect(logs.filter((l) => l.phase === 'min-drain')).toEqual([2500, 1500, 500].map((wait) => ({ phase: 'min-drain', connections: 0, udp_sessions: 0, wait_ms: wait })));
   });
 
   test('exits when connections are at or below --min-connections', async () => {
@@ -250,6 +260,57 @@ describe('drainEnvoy', () => {
     expect(summary).toMatchObject({ reason: 'drained', durationMs: 5000 });
   });
 
+  describe("UDP sessions (a UDP proxy's session ends only at its idle timeout)", () => {
+    /** An Envoy with a TCP listener and a UDP proxy `dns`, whose counts over time are given. */
+    const withUdp = (connectionsAt: (t: number) => number, sessionsAt: (t: number) => number) => {
+      const healthy = envoy('1.40.0', connectionsAt);
+      return (method: string, path: string, t: number): Answer =>
+        path === LISTENER_GAUGES_PATH
+          ? statLines([
+              ['listener.0.0.0.0_8080.downstream_cx_active', connectionsAt(t)],
+              ['listener.0.0.0.0_5353.downstream_cx_active', 0],
+              ['listener.admin.downstream_cx_active', 1],
+              ['udp.dns.downstream_sess_active', sessionsAt(t)],
+            ])
+          : healthy(method, path, t);
+    };
+
+    test.each([
+      // [case, connections over time, sessions over time, the poll that ends the drain]
+      ['UDP only: the last session ends at 7 s', () => 0, (t: number) => (t < 7000 ? 2 : 0), 7000],
+      ['TCP and UDP, the session last', (t: number) => (t < 3000 ? 1 : 0), (t: number) => (t < 5000 ? 1 : 0), 5000],
+      ['TCP and UDP, the connection last', (t: number) => (t < 6000 ? 1 : 0), (t: number) => (t < 2000 ? 3 : 0), 6000],
+    ])('%s: drained on the first poll with neither left, not before', async (_case, connectionsAt, sessionsAt, endsAt) => {
+      const { summary, logs } = await run(withUdp(connectionsAt, sessionsAt), { minDrainMs: 0 });
+      expect(summary).toMatchObject({ reason: 'drained', durationMs: endsAt, udpSessionsAtStart: sessionsAt(0), udpSessionsAtEnd: 0, connectionsAtEnd: 0 });
+      const polls = logs.filter((l) => l.phase === 'poll');
+      // Logged when either count changes; the drain never ended while one was above 0.
+      expect(polls.at(-1)).toMatchObject({ connections: 0, udp_sessions: 0 });
+      for (const poll of polls.slice(0, -1)) expect((poll.connections as number) + (poll.udp_sessions as number)).toBeGreaterThan(0);
+      expect(logs.at(-1)).toMatchObject({ phase: 'summary', udp_sessions_at_start: sessionsAt(0), udp_sessions_at_end: 0 });
+    });
+
+    test('--min-connections bounds connections and sessions together', async () => {
+      const { summary } = await run(withUdp((t) => (t < 4000 ? 1 : 0), () => 1), { minConnections: 1, minDrainMs: 0 });
+      expect(summary).toMatchObject({ reason: 'drained', durationMs: 4000, connectionsAtEnd: 0, udpSessionsAtEnd: 1 });
+    });
+
+    test('sessions that never end hold the drain to its deadline, and the summary names their UDP proxy', async () => {
+      const { summary, logs } = await run(withUdp(() => 0, () => 4), { minDrainMs: 0, deadlineMs: 5000 });
+      expect(summary).toMatchObject({ reason: 'deadline', connectionsAtEnd: 0, udpSessionsAtEnd: 4 });
+      expect(logs.at(-1)).toMatchObject({ phase: 'summary', open_udp_proxies: [{ name: 'dns', sessions: 4 }] });
+    });
+
+    test('an unreadable session gauge makes the reading unknown: the drain does not end on it', async () => {
+      const healthy = envoy('1.40.0', () => 0);
+      const { summary } = await run(
+        (m, p, t) => (p === LISTENER_GAUGES_PATH ? statLines([['listener.0.0.0.0_8080.downstream_cx_active', 0], ['udp.dns.downstream_sess_active', '-1']]) : healthy(m, p, t)),
+        { minDrainMs: 0, deadlineMs: 3000 },
+      );
+      expect(summary).toMatchObject({ reason: 'deadline', connectionsAtEnd: null, udpSessionsAtEnd: null });
+    });
+  });
+
   describe('version gates', () => {
     test.each([
       ['1.27.3', false, ['/healthcheck/fail', '/drain_listeners?graceful']],
@@ -257,10 +318,26 @@ describe('drainEnvoy', () => {
       ['1.33.9', true, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
       ['1.34.0', true, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit&inboundonly']],
       ['1.34.0', false, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.39.0', false, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.40.0', false, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit']],
+      ['1.40.0', true, ['/healthcheck/fail', '/drain_listeners?graceful&skip_exit&inboundonly']],
     ])('Envoy %s, inbound-only %s', async (version, inboundOnly, expected) => {
       const { posts } = await run(envoy(version, () => 0), { inboundOnly, minDrainMs: 0 });
       expect(posts).toEqual(expected);
     });
+
+    // The loop follows the drain contract's table, at every release where the table changes.
+    test.each(DRAIN_CALL_ERAS.map((era) => [era.releases, era.since === undefined ? '1.27.0' : `${era.since[0]}.${era.since[1]}.0`]))(
+      'the %s era (Envoy %s): the POSTs the contract lists, with and without a drain delay and --inbound-only',
+      async (_era, version) => {
+        for (const drainDelay of [false, true]) {
+          for (const inboundOnly of [false, true]) {
+            const { posts } = await run(envoy(version, () => 0), { inboundOnly, drainDelayMs: drainDelay ? 2000 : 0, minDrainMs: 0 });
+            expect(posts).toEqual(drainPosts(parseEnvoyVersion(`x/${version}/y`), { inboundOnly, drainDelay }));
+          }
+        }
+      },
+    );
 
     test('drain delay on >= 1.28 starts a graceful skip_exit drain first, then fails the health check after the delay', async () => {
       const { calls } = await run(envoy('1.29.1', () => 0), { drainDelayMs: 4000, minDrainMs: 1000 });
@@ -336,6 +413,10 @@ describe('the drain record', () => {
       connectionsAtEnd: 0,
       openListeners: [],
       openListenersOmitted: 0,
+      udpSessionsAtStart: 0,
+      udpSessionsAtEnd: 0,
+      openUdpProxies: [],
+      openUdpProxiesOmitted: 0,
       healthcheckFailedAtMs: 0,
       envoyVersion: '1.31.2',
     });
@@ -371,6 +452,31 @@ describe('the drain record', () => {
     expect(logs.some((l) => l.phase === 'healthcheck-confirm')).toBe(false);
     expect(written.at(-1)?.record).toMatchObject({ reason: 'deadline', healthcheckFailedAtMs: 0 });
     expect(logs.at(-1)).toMatchObject({ phase: 'summary', healthcheck_failed_at_ms: 0 });
+  });
+
+  test('a deadline record names the UDP proxies still holding sessions, and reads back as written', async () => {
+    const healthy = envoy('1.40.0', () => 0);
+    const { written } = await runWithRecord(
+      (m, p, t) =>
+        p === LISTENER_GAUGES_PATH
+          ? statLines([['listener.ingress_https.downstream_cx_active', 1], ['udp.dns.downstream_sess_active', 2], ['udp.game.downstream_sess_active', 5]])
+          : healthy(m, p, t),
+      { minDrainMs: 0, deadlineMs: 3000 },
+    );
+    const record = written.at(-1)?.record;
+    expect(record).toMatchObject({
+      reason: 'deadline',
+      connectionsAtEnd: 1,
+      udpSessionsAtStart: 7,
+      udpSessionsAtEnd: 7,
+      openListeners: [{ name: 'ingress_https', connections: 1 }],
+      openUdpProxies: [
+        { name: 'game', sessions: 5 },
+        { name: 'dns', sessions: 2 },
+      ],
+      openUdpProxiesOmitted: 0,
+    });
+    expect(readDrainRecord(encodeDrainRecord(record as DrainRecord))).toEqual({ kind: 'record', record });
   });
 
   test('a health check that was never failed is null in the record; an unknown count lists no listeners', async () => {

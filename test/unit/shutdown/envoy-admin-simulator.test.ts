@@ -1,10 +1,13 @@
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { request } from 'node:http';
+import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LISTENER_GAUGES_PATH } from '../../../src/shutdown/listener-stats';
 import { EnvoyAdminSimulator, type SimulatorOptions } from '../../support/envoy-admin-simulator';
+import { NON_GRACEFUL_DRAIN_NOTIFIES_GUARD } from '../../support/envoy/drain-manager';
 
 interface Reply {
   status: number;
@@ -29,6 +32,7 @@ function call(sim: EnvoyAdminSimulator, method: string, path: string, viaUnix = 
 
 const sims: EnvoyAdminSimulator[] = [];
 const sockets: Socket[] = [];
+const udpClients: UdpSocket[] = [];
 async function simulator(options: SimulatorOptions = {}): Promise<EnvoyAdminSimulator> {
   const sim = await EnvoyAdminSimulator.start(options);
   sims.push(sim);
@@ -40,8 +44,23 @@ function openClient(port: number): Promise<Socket> {
     sockets.push(socket);
   });
 }
+/** A UDP client bound to its own port (one client address: one session). */
+async function udpClient(): Promise<UdpSocket> {
+  const socket = createSocket('udp4');
+  udpClients.push(socket);
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  return socket;
+}
+/** Sends a datagram to `port` and resolves with the answer the UDP proxy's upstream sends back. */
+function exchange(client: UdpSocket, port: number, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    client.once('message', (message) => resolve(message.toString()));
+    client.send(text, port, '127.0.0.1');
+  });
+}
 afterEach(async () => {
   for (const s of sockets.splice(0)) s.destroy();
+  for (const u of udpClients.splice(0)) u.close();
   await Promise.all(sims.splice(0).map((s) => s.stop()));
 });
 
@@ -105,7 +124,8 @@ describe('/drain_listeners version matrix', () => {
   test.each([
     ['1.27.0', '/drain_listeners?skip_exit', 200],
     ['1.28.0', '/drain_listeners?skip_exit', 400],
-    ['1.40.2', '/drain_listeners?skip_exit', 400],
+    ['1.39.4', '/drain_listeners?skip_exit', 400],
+    ['1.40.0', '/drain_listeners?skip_exit', 200],
     ['1.41.0', '/drain_listeners?skip_exit', 200],
     ['1.30.0', '/drain_listeners?graceful&skip_exit', 200],
   ])('Envoy %s %s → %d', async (version, path, status) => {
@@ -126,18 +146,159 @@ describe('/drain_listeners version matrix', () => {
 
   test('before 1.28 skip_exit is ignored: the drain timer stops listeners', async () => {
     const sim = await simulator({ version: '1.27.0', drainTimeS: 0.05 });
+    const ended = once(sim, 'drain-sequence-ended');
     await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
-    await sim.waitFor(() => sim.listenersStopped);
+    await ended;
+    expect(sim.listenersStopped).toBe(true);
     expect(sim.state).toBe('LIVE');
   });
 
   test('with skip_exit listeners keep accepting after the drain time', async () => {
     const sim = await simulator({ version: '1.30.0', drainTimeS: 0.05 });
+    const ended = once(sim, 'drain-sequence-ended');
     await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
-    await new Promise((r) => setTimeout(r, 150)); // past the drain time: nothing may happen
+    await ended; // the drain time is over: the listeners must still accept
     expect(sim.listenersStopped).toBe(false);
     await openClient(sim.listenerPorts[0] as number);
     await sim.waitFor(() => sim.activeConnections() === 1);
+  });
+});
+
+describe("/drain_listeners on 1.40 (PR #47042) and before", () => {
+  /** After the call: its status, whether the listener stopped, how many connections learnt of a drain. */
+  test.each([
+    // [release, runtime guard non_graceful_drain_notifies_connections, path, status, listener stopped, connections told]
+    ['1.39.0', undefined, '/drain_listeners', 200, true, 0],
+    ['1.40.0', undefined, '/drain_listeners', 200, true, 1],
+    ['1.40.0', false, '/drain_listeners', 200, true, 0],
+    ['1.39.0', undefined, '/drain_listeners?skip_exit', 400, false, 0],
+    ['1.40.0', undefined, '/drain_listeners?skip_exit', 200, false, 1],
+    ['1.40.0', false, '/drain_listeners?skip_exit', 400, false, 0],
+    ['1.39.0', undefined, '/drain_listeners?graceful&skip_exit', 200, false, 1],
+    ['1.40.0', undefined, '/drain_listeners?graceful&skip_exit', 200, false, 1],
+    ['1.40.0', false, '/drain_listeners?graceful&skip_exit', 200, false, 1],
+    ['1.40.0', undefined, '/drain_listeners?graceful', 200, false, 1],
+  ] as const)('Envoy %s (guard %s): POST %s → %d, listener stopped %s, %d connection told to drain', async (version, guard, path, status, stopped, told) => {
+    const runtimeGuards = guard === undefined ? {} : { [NON_GRACEFUL_DRAIN_NOTIFIES_GUARD]: guard };
+    // MODIFY_ONLY: only a drain sequence, never the health check, tells its connections.
+    const sim = await simulator({ version, runtimeGuards, listeners: [{ drainType: 'MODIFY_ONLY' }] });
+    await openClient(sim.listenerPorts[0] as number);
+    await sim.waitFor(() => sim.activeConnections() === 1);
+    const reply = await call(sim, 'POST', path);
+    expect(reply.status).toBe(status);
+    expect(reply.body).toBe(status === 400 ? 'skip_exit requires graceful\n' : 'OK\n');
+    expect(sim.listenersStopped).toBe(stopped);
+    expect(sim.connectionsToldToDrain()).toBe(told);
+    expect(sim.state).toBe('LIVE');
+  });
+
+  test('a failed health check tells the connections of DEFAULT listeners, not MODIFY_ONLY ones', async () => {
+    const sim = await simulator({ version: '1.40.0', listeners: [{ statName: 'default' }, { statName: 'modify_only', drainType: 'MODIFY_ONLY' }] });
+    for (const port of sim.listenerPorts) await openClient(port);
+    await sim.waitFor(() => sim.activeConnections() === 2);
+    expect(sim.connectionsToldToDrain()).toBe(0);
+    await call(sim, 'POST', '/healthcheck/fail');
+    expect([sim.connectionsToldToDrain('default'), sim.connectionsToldToDrain('modify_only')]).toEqual([1, 0]);
+  });
+
+  test('a connection accepted after the drain started learns of it too', async () => {
+    const sim = await simulator({ version: '1.40.0', listeners: [{ drainType: 'MODIFY_ONLY' }] });
+    await call(sim, 'POST', '/drain_listeners?skip_exit');
+    await openClient(sim.listenerPorts[0] as number);
+    await sim.waitFor(() => sim.activeConnections() === 1);
+    expect(sim.connectionsToldToDrain()).toBe(1);
+  });
+
+  test.each([
+    // [release, drain sequences after graceful&inboundonly then graceful]
+    ['1.33.0', 1],
+    ['1.34.0', 2],
+    ['1.40.0', 2],
+  ] as const)('Envoy %s: an inbound-only drain, then a drain of all: %d drain sequences', async (version, sequences) => {
+    const sim = await simulator({ version, listeners: [{ statName: 'in', direction: 'INBOUND', drainType: 'MODIFY_ONLY' }, { statName: 'out', direction: 'OUTBOUND', drainType: 'MODIFY_ONLY' }] });
+    for (const port of sim.listenerPorts) await openClient(port);
+    await sim.waitFor(() => sim.activeConnections() === 2);
+    await call(sim, 'POST', '/drain_listeners?graceful&skip_exit&inboundonly');
+    // From 1.34 the drain has a direction: the outbound listener's connection is not told yet.
+    expect(sim.connectionsToldToDrain('out')).toBe(version === '1.33.0' ? 1 : 0);
+    expect(sim.connectionsToldToDrain('in')).toBe(1);
+    await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
+    expect(sim.drainManager.sequences).toHaveLength(sequences);
+    expect(sim.connectionsToldToDrain()).toBe(2);
+  });
+
+  test('inboundonly stops only the INBOUND listeners', async () => {
+    const sim = await simulator({ version: '1.39.0', listeners: [{ statName: 'in', direction: 'INBOUND' }, { statName: 'plain' }] });
+    await call(sim, 'POST', '/drain_listeners?inboundonly');
+    expect(sim.listenersStopped).toBe(false);
+    await openClient(sim.listenerPorts[1] as number);
+    await sim.waitFor(() => sim.activeConnections('plain') === 1);
+    await call(sim, 'POST', '/drain_listeners');
+    expect(sim.listenersStopped).toBe(true);
+  });
+});
+
+describe('UDP proxies: sessions end at their idle timeout', () => {
+  const sessionGauges = async (sim: EnvoyAdminSimulator) => {
+    const text = (await call(sim, 'GET', LISTENER_GAUGES_PATH)).body;
+    return text.split('\n').filter((line) => line !== '');
+  };
+
+  test("a client address's first datagram opens a session; the upstream answers; the gauges say so", async () => {
+    const sim = await simulator({ version: '1.40.0', udpProxies: [{ statPrefix: 'dns' }] });
+    const [a, b] = [await udpClient(), await udpClient()];
+    expect(await exchange(a, sim.udpPort(), 'one')).toBe('one');
+    expect(await exchange(a, sim.udpPort(), 'two')).toBe('two');
+    expect(sim.udpSessions('dns')).toBe(1);
+    await exchange(b, sim.udpPort(), 'three');
+    expect(sim.udpSessions()).toBe(2);
+    const udpListener = sim.udpProxies[0]!.listenerStatName;
+    // What the drain reads: the listener-level gauges (the UDP listener's is 0) and the session gauge, by name.
+    expect(await sessionGauges(sim)).toEqual(
+      [
+        `listener.127.0.0.1_${sim.listenerPorts[0]}.downstream_cx_active: 0`,
+        `listener.${udpListener}.downstream_cx_active: 0`,
+        'listener.admin.downstream_cx_active: 1',
+        'udp.dns.downstream_sess_active: 2',
+      ].sort(),
+    );
+    const all = (await call(sim, 'GET', '/stats')).body;
+    expect(all).toContain('udp.dns.downstream_sess_total: 2\n');
+    expect(all).toContain(`listener.${udpListener}.worker_1.downstream_cx_active: 0\n`);
+  });
+
+  test('neither a failed health check nor a graceful drain ends a session', async () => {
+    const sim = await simulator({ version: '1.40.0', udpProxies: [{ statPrefix: 'game' }] });
+    await exchange(await udpClient(), sim.udpPort(), 'hello');
+    await call(sim, 'POST', '/healthcheck/fail');
+    await call(sim, 'POST', '/drain_listeners?graceful&skip_exit');
+    expect(sim.udpSessions()).toBe(1);
+    expect(sim.udpProxies[0]!.history).toEqual([expect.not.objectContaining({ endedAt: expect.anything() })]);
+  });
+
+  test('a session ends at its idle timeout, counted from its last datagram either way', async () => {
+    const sim = await simulator({ udpProxies: [{ statPrefix: 'game', idleTimeoutMs: 200 }] });
+    const client = await udpClient();
+    for (let i = 0; i < 3; i++) await exchange(client, sim.udpPort(), `beat ${i}`);
+    await sim.waitFor(() => sim.udpSessions() === 0);
+    // However the beats were spread (a loaded machine may let one idle out before the next), every
+    // session ended by its idle timer, no sooner than 200 ms after its last datagram.
+    const { history } = sim.udpProxies[0]!;
+    for (const session of history) {
+      expect(session.endedBy).toBe('idle-timeout');
+      expect(session.endedAt as number).toBeGreaterThanOrEqual(session.lastDatagramAt + 200 - 1);
+    }
+    expect(sim.udpProxies[0]!.idleTimeouts).toBe(history.length);
+    expect(sim.udpProxies[0]!.lastSessionEndedAt).toBe(history.at(-1)?.endedAt);
+  });
+
+  test('a stopped UDP listener takes its sessions with it (its UDP proxy is deleted)', async () => {
+    const sim = await simulator({ version: '1.39.0', udpProxies: [{ statPrefix: 'dns' }] });
+    await exchange(await udpClient(), sim.udpPort(), 'q');
+    await call(sim, 'POST', '/drain_listeners');
+    expect(sim.udpSessions()).toBe(0);
+    expect(sim.udpProxies[0]!.history).toEqual([expect.objectContaining({ endedBy: 'listener-stopped' })]);
+    expect(sim.udpProxies[0]!.idleTimeouts).toBe(0);
   });
 });
 

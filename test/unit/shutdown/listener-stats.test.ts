@@ -7,11 +7,13 @@ import {
   ListenerGaugeScanner,
   MAX_LINE_BYTES,
   MAX_OPEN_LISTENERS_KEPT,
+  udpProxyOfGauge,
 } from '../../../src/shutdown/listener-stats';
 
 /** Envoy's plain-text `/stats`: one `name: value` line per stat. */
 const lines = (stats: Array<[string, number | string]>) => stats.map(([name, value]) => `${name}: ${value}\n`).join('');
 const gauge = (listener: string) => `listener.${listener}.downstream_cx_active`;
+const sessions = (statPrefix: string) => `udp.${statPrefix}.downstream_sess_active`;
 
 describe('listener gauges', () => {
   test('listener segment of a gauge name', () => {
@@ -69,6 +71,73 @@ describe('listener gauges', () => {
   });
 });
 
+describe("UDP proxies' sessions (Envoy Gateway's shutdown manager counts them since its release note 10110)", () => {
+  test('the stat prefix of a session gauge', () => {
+    expect(udpProxyOfGauge(sessions('dns'))).toBe('dns');
+    expect(udpProxyOfGauge(sessions('udproute/ns/name/rule/0'))).toBe('udproute/ns/name/rule/0');
+    expect(udpProxyOfGauge(sessions('a.worker_1'))).toBe('a.worker_1');
+    expect(udpProxyOfGauge('udp.downstream_sess_active')).toBeUndefined();
+    expect(udpProxyOfGauge('udp.dns.downstream_sess_total')).toBeUndefined();
+  });
+
+  test('summed apart from the connections, excluded by the same patterns, as Envoy Gateway counts its cases', () => {
+    // Envoy Gateway's cases (internal/cmd/envoy/shutdown_manager_test.go): UDP only, then TCP and UDP.
+    const udpOnly = countConnections(lines([[gauge('0.0.0.0_5300'), 0], [gauge('0.0.0.0_5300.worker_0'), 0], [sessions('service'), 3]]), []);
+    expect([udpOnly.total, udpOnly.sessions]).toEqual([0, 3]);
+    const mixed = countConnections(
+      lines([
+        [gauge('0.0.0.0_8000'), 1],
+        [gauge('0.0.0.0_8000.worker_0'), 1],
+        [gauge('0.0.0.0_19001'), 2],
+        [sessions('service'), 2],
+        [sessions('probe_19001'), 4],
+        ['udp.service.downstream_sess_total', 7],
+      ]),
+      [/_19001$/],
+    );
+    expect([mixed.total, mixed.sessions]).toEqual([1, 2]);
+    expect(mixed.udpProxies).toEqual([
+      { statPrefix: 'service', sessions: 2, role: 'counted' },
+      { statPrefix: 'probe_19001', sessions: 4, role: 'excluded' },
+    ]);
+    expect(mixed.openUdp).toEqual([{ name: 'service', sessions: 2 }]);
+  });
+
+  test('no UDP proxy is 0 sessions; a session gauge alone does not make the count known', () => {
+    expect(countConnections(lines([[gauge('0.0.0.0_8080'), 2]]), []).sessions).toBe(0);
+    // A stats matcher hiding listener.* alone: the connections are unknown, so the drain goes on.
+    expect(countConnections(lines([[sessions('dns'), 0]]), []).total).toBeNull();
+  });
+
+  test.each([
+    ['negative', '-1'],
+    ['a fraction', '0.5'],
+    ['a gauge that went below zero (uint64)', '18446744073709551615'],
+    ['not a number', 'x'],
+  ])('a session gauge that is %s makes the reading unknown', (_case, value) => {
+    const scanner = new ListenerGaugeScanner([]);
+    scanner.push(Buffer.from(lines([[gauge('a'), 1], [sessions('dns'), value]])));
+    expect(scanner.finish()).toEqual({ ok: false, error: expect.stringMatching(/^the gauge of UDP proxy "dns" is .*, not a count$/) });
+  });
+
+  test('the UDP proxies holding the most sessions are kept, most first, in bounded memory', () => {
+    const count = 5000;
+    const body = Array.from({ length: count }, (_, i) => `${sessions(`p${i}`)}: ${(i * 7919) % 1000}\n`).join('');
+    const scanner = new ListenerGaugeScanner([]);
+    scanner.push(Buffer.from(`${gauge('a')}: 0\n${body}`));
+    const scan = scanner.finish();
+    if (!scan.ok) throw new Error(scan.error);
+    const values = Array.from({ length: count }, (_, i) => (i * 7919) % 1000);
+    expect(scan.sessions).toBe(values.reduce((a, b) => a + b, 0));
+    expect(scan.openUdp).toHaveLength(MAX_OPEN_LISTENERS_KEPT);
+    expect(scan.openUdp.map((u) => u.sessions)).toEqual(values.filter((v) => v > 0).sort((a, b) => b - a).slice(0, MAX_OPEN_LISTENERS_KEPT));
+    expect(scan.openUdpOmitted).toBe(values.filter((v) => v > 0).length - MAX_OPEN_LISTENERS_KEPT);
+    // The drain keeps no rows: nothing grows with the number of UDP proxies (the idle ones are passed over unread).
+    expect(scan.udpProxies).toEqual([]);
+    expect(scan.udpOmitted).toBe(values.filter((v) => v > 0).length);
+  });
+});
+
 describe('the filter Envoy applies', () => {
   const filter = new RegExp(LISTENER_GAUGE_FILTER);
 
@@ -76,6 +145,16 @@ describe('the filter Envoy applies', () => {
     expect(LISTENER_GAUGES_PATH).toBe(`/stats?type=Gauges&filter=${encodeURIComponent(LISTENER_GAUGE_FILTER)}`);
     // Only what RE2 and ECMAScript read alike: no lookaround, no backreference, no lazy quantifier.
     expect(LISTENER_GAUGE_FILTER).not.toMatch(/\(\?[=!<]|\\[1-9]|[*+?]\?/);
+  });
+
+  test("takes the UDP proxies' session gauges, nothing else of theirs", () => {
+    expect(filter.test(sessions('dns'))).toBe(true);
+    expect(filter.test(sessions('udproute/default/coredns/rule/0'))).toBe(true);
+    expect(filter.test(sessions('a.b'))).toBe(true);
+    expect(filter.test('udp.dns.downstream_sess_total')).toBe(false);
+    expect(filter.test('udp.downstream_sess_active')).toBe(false);
+    expect(filter.test('cluster.x.udp.sess_rx_datagrams')).toBe(false);
+    expect(filter.test(`x${sessions('dns')}`)).toBe(false);
   });
 
   test('takes the listener-level gauges and leaves out the per-handler copies', () => {

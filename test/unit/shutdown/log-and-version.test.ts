@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAtLeast, parseEnvoyVersion } from '../../../src/shutdown/envoy-version';
+import { parseEnvoyVersion } from '../../../src/shutdown/envoy-version';
 import { createLog, MAX_QUEUED_LOG_BYTES, openLogSink } from '../../../src/shutdown/log';
 import { nodePlatform } from '../../../src/shutdown/platform/node';
 import { parseServerInfo } from '../../../src/shutdown/server-info';
@@ -10,10 +10,6 @@ test('Envoy version strings', () => {
   expect(parseEnvoyVersion('7ed31b/1.31.2/Clean/RELEASE/BoringSSL')).toEqual({ major: 1, minor: 31, patch: 2 });
   expect(parseEnvoyVersion('7ed31b/1.28.0-dev/Modified/DEBUG/BoringSSL-FIPS')).toEqual({ major: 1, minor: 28, patch: 0 });
   expect(parseEnvoyVersion('garbage')).toBeUndefined();
-  expect(isAtLeast({ major: 1, minor: 28, patch: 0 }, 1, 28)).toBe(true);
-  expect(isAtLeast({ major: 1, minor: 27, patch: 9 }, 1, 28)).toBe(false);
-  expect(isAtLeast({ major: 2, minor: 0, patch: 0 }, 1, 34)).toBe(true);
-  expect(isAtLeast(undefined, 1, 0)).toBe(false);
 });
 
 test('server_info fields', () => {
