@@ -14,9 +14,10 @@
  *     the reporter ServiceAccount's token: the process an Event's reported-by annotation names, and only
  *     it, counts the drain.
  */
+import { auditFlags, readAuditLog, type AuditEvent } from '../support/cluster/audit';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -59,24 +60,11 @@ const proxies: FaultProxy[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'drainguard-report-faults-'));
-  auditLog = join(dir, 'audit.log');
-  const policy = join(dir, 'audit-policy.yaml');
-  writeFileSync(
-    policy,
-    [
-      'apiVersion: audit.k8s.io/v1',
-      'kind: Policy',
-      'omitStages: ["RequestReceived"]',
-      'rules:',
-      `  - level: Metadata`,
-      `    users: ["${REPORTER_USER}"]`,
-      '  - level: None',
-      '',
-    ].join('\n'),
-  );
+  const audit = auditFlags(dir, { users: [REPORTER_USER] });
+  auditLog = audit.logPath;
   cluster = await startPrivateCluster({
     installDrainguard: true,
-    apiServerArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--min-request-timeout=10'],
+    apiServerArgs: [...audit.apiServerArgs, '--min-request-timeout=10'],
   });
   handle = privateCluster(cluster);
 }, 600_000);
@@ -88,23 +76,9 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 300_000);
 
-interface AuditEvent {
-  stage: string;
-  verb: string;
-  requestURI: string;
-  user: { username: string };
-  sourceIPs: string[];
-  objectRef?: { resource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
-}
-
 /** The reporter's requests as kube-apiserver audited them, in order. */
 function audited(): AuditEvent[] {
-  return readFileSync(auditLog, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as AuditEvent)
-    .filter((event) => event.user.username === REPORTER_USER);
+  return readAuditLog(auditLog).filter((event) => event.user.username === REPORTER_USER);
 }
 const query = (event: AuditEvent) => new URL(event.requestURI, 'https://audit').searchParams;
 /** Watches (as they started) and lists of protected pods, from one address. */
