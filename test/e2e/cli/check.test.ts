@@ -27,9 +27,12 @@ test('help, and flag mistakes exit 2', async () => {
 });
 
 test('a user with no HOME and no passwd entry (a container of an image that does not list its user) gets the error that says what to pass, not a crash', async () => {
-  // 4242 is in no /etc/passwd here; os.homedir() throws for it when HOME is unset.
+  // 4242 is in no /etc/passwd here; os.homedir() throws for it when HOME is unset. The checkout may sit
+  // under a directory only root can enter (/root, or CI's mktemp -d): the process keeps DAC override as
+  // an ambient capability so it can reach Node and dist/, which has nothing to do with what is tested.
+  const unprivileged = ['setpriv', '--reuid=4242', '--regid=4242', '--clear-groups', '--inh-caps=+dac_override', '--ambient-caps=+dac_override', '--'] as const;
   const run = await spawnDrainguard([], {
-    command: ['setpriv', '--reuid=4242', '--regid=4242', '--clear-groups', '--', 'env', '-i', NODE, CLI_MAIN, 'check'],
+    command: [...unprivileged, 'env', '-i', NODE, CLI_MAIN, 'check'],
     cwd: directory,
   });
   expect(run.status).toBe(3);
