@@ -5,11 +5,10 @@
  * for one rolled pod (deletion, Envoy terminated with a drain record, the final DELETED, the
  * replacement pod): 400 watch events a second.
  *
- * The API server is a `ReportBenchCluster` (below): the stub of bench/lib/report-api-stub.ts here. To
- * measure against a real kube-apiserver, implement the same four members over it (a kubeconfig; create
- * the pods; `drain()` as the kubelet's status writes and a delete; watch the Events for
- * `eventsCreated` and the latencies) and pass its factory as `benchReporter`'s `cluster`: nothing else
- * changes.
+ * The API server is a `ReportBenchCluster` (below): the stub of bench/lib/report-api-stub.ts here, a
+ * real kube-apiserver in ./report-kube.ts (bench/lib/report-real-cluster.ts: the pods created through
+ * the API, `drain()` as the kubelet's status writes and deletes, the Events watched for
+ * `eventsCreated` and the latencies), passed as `benchReporter`'s `cluster`: nothing else changes.
  *
  * Figures: time from spawn to ready (the paged list of every pod done), resident memory after that and
  * at the peak (VmHWM), CPU (user + system, /proc/PID/stat) for the list, per drain and as cores while
@@ -44,6 +43,8 @@ export interface ReportBenchCluster {
   readonly eventsCreated: number;
   /** Milliseconds from each termination written to its pod Event received, in order of arrival. */
   readonly reportLatenciesMs: number[];
+  /** The first drain or watch that failed, if one did: the run is void. */
+  readonly failure?: Error;
   /** Replays one pod's rollout (deleted, Envoy terminated with a record, gone, replaced). */
   drain(): void;
   close(): Promise<void>;
@@ -193,7 +194,8 @@ export async function benchReporter(
       }
     }
     const sentAt = performance.now();
-    while (stub.eventsCreated < sent && performance.now() - sentAt < 120_000) await sleep(20);
+    while (stub.eventsCreated < sent && stub.failure === undefined && performance.now() - sentAt < 120_000) await sleep(20);
+    if (stub.failure) throw new Error(`the API server's drains failed: ${stub.failure.message}`);
     const drainEnd = performance.now();
     const cpuDrained = readCpuSeconds(child.pid!)!;
     const rssAfterDrains = readMemory(child.pid!)!.rssKiB;
@@ -247,8 +249,11 @@ export function reporterTable(report: ReporterReport): string[][] {
       `resident memory when ready (${report.runtime?.NODE_OPTIONS ?? `--max-old-space-size=${report.heapLimitMiB}`}${report.memoryCapMiB ? `, under the chart's ${report.memoryCapMiB} MiB cgroup limit` : ''})`,
       `${report.rssReadyMiB} MiB (V8 heap in use ${report.heapReadyMiB} MiB)`,
     ],
-    [`drains at ${s.drainsPerSecond}/s for ${s.drainSeconds} s (achieved rate)`, `${report.drainsSent} drains (${report.achievedDrainsPerSecond}/s), ${report.eventsCreated} pod Events created`],
-    ['CPU per drain (4 watch events, 2 Event creates)', `${report.cpuPerDrainMs} ms`],
+    [
+      `drains at ${s.drainsPerSecond}/s for ${s.drainSeconds} s (achieved rate; first drain → last pod Event)`,
+      `${report.drainsSent} drains (${report.achievedDrainsPerSecond}/s), ${report.eventsCreated} pod Events created in ${report.drainPhaseSeconds} s`,
+    ],
+    ['CPU per drain (its watch events, 2 Event creates)', `${report.cpuPerDrainMs} ms`],
     ['CPU while draining', `${report.cpuCoresWhileDraining} cores`],
     [`CPU idle afterwards (${s.idleSeconds} s)`, `${report.cpuCoresIdle} cores`],
     [`resident memory after the drains / peak (VmHWM); the chart's limit is ${report.chartMemoryLimitMiB} MiB`, `${report.rssAfterDrainsMiB} MiB / ${report.peakRssMiB} MiB`],

@@ -5,6 +5,7 @@
 import type { GrowthReport } from '../growth';
 import type { HttpReport, MicrosSummary, PacedFigures, ServerFigures } from '../http';
 import type { ReporterReport } from '../report';
+import type { KubeBenchFigures } from '../report-kube';
 import type { ShutdownReport } from '../shutdown';
 import type { CallTiming, TightLoopReport } from '../tight-loop';
 
@@ -15,6 +16,8 @@ export interface BenchFigures {
   shutdown: ShutdownReport;
   /** Absent in results written before the reporter had a benchmark. */
   report?: ReporterReport;
+  /** The reporter and `check -A` on a real kube-apiserver (absent in results written before issue 33). */
+  kube?: KubeBenchFigures;
 }
 
 export interface ReportRow {

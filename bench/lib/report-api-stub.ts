@@ -40,8 +40,8 @@ const HISTORY = 20_000;
 
 type Json = Record<string, unknown>;
 
-/** Contour's Envoy pod as drainguard rewrites it, with the protected label. */
-function protectedTemplate(): Pod {
+/** Contour's Envoy pod as drainguard rewrites it, with the protected label (also ./report-real-cluster.ts's pods). */
+export function protectedTemplate(): Pod {
   const pod = contourPod();
   const result = mutate(pod, defaultConfig());
   if (result.status !== 'mutated') throw new Error(`mutate did not rewrite the Contour pod (${result.status})`);
@@ -50,6 +50,24 @@ function protectedTemplate(): Pod {
 
 function applyPatch(pod: Pod, patch: readonly unknown[]): Pod {
   return applyJsonPatch(structuredClone(pod), patch as Operation[], false, false).newDocument;
+}
+
+/** The termination message of an Envoy that drained for `durationMs`: a finished drain record. */
+export function benchDrainRecord(durationMs: number): string {
+  return encodeDrainRecord({
+    state: 'finished',
+    version: '0.1.0',
+    startedAt: new Date(Date.now() - durationMs).toISOString(),
+    deadlineMs: 290_000,
+    reason: 'drained',
+    durationMs,
+    connectionsAtStart: 120,
+    connectionsAtEnd: 0,
+    openListeners: [],
+    openListenersOmitted: 0,
+    healthcheckFailedAtMs: 2,
+    envoyVersion: '1.31.2',
+  });
 }
 
 export interface ReportApiStub {
@@ -220,22 +238,6 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const port = (server.address() as AddressInfo).port;
 
-  const record = (durationMs: number) =>
-    encodeDrainRecord({
-      state: 'finished',
-      version: '0.1.0',
-      startedAt: new Date(Date.now() - durationMs).toISOString(),
-      deadlineMs: 290_000,
-      reason: 'drained',
-      durationMs,
-      connectionsAtStart: 120,
-      connectionsAtEnd: 0,
-      openListeners: [],
-      openListenersOmitted: 0,
-      healthcheckFailedAtMs: 2,
-      envoyVersion: '1.31.2',
-    });
-
   return {
     port,
     webhookConfigName: STUB_WEBHOOK_CONFIGURATION,
@@ -271,7 +273,7 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
           terminated: {
             exitCode: 0,
             reason: 'Completed',
-            ...(status.name === 'envoy' ? { message: record(12_000 + (slot % 5000)) } : {}),
+            ...(status.name === 'envoy' ? { message: benchDrainRecord(12_000 + (slot % 5000)) } : {}),
             startedAt: state.running?.startedAt,
             finishedAt: now,
             containerID: status.containerID,
