@@ -27,12 +27,20 @@ import { createBenchCertificates } from './lib/tls';
 import { contourPod } from '../test/support/generators/pods';
 import { reviewBody } from '../test/support/generators/review';
 
-interface VersusSettings {
+export interface VersusSettings {
   base: string;
   rounds: number;
   seconds: number;
   warmupSeconds: number;
   connections: number;
+}
+
+/** What `npm run bench:versus` writes to bench/results.json (section `versus`). */
+export interface VersusFigures {
+  settings: VersusSettings;
+  baseCommit: string;
+  thisCommit: string;
+  contenders: ContenderFigures[];
 }
 
 interface WrkRun {
@@ -44,7 +52,7 @@ interface WrkRun {
   cpuMicrosPerRequest: number;
 }
 
-interface ContenderFigures {
+export interface ContenderFigures {
   name: string;
   /** Answers over time, all rounds together. */
   requestsPerSecond: number;
@@ -183,7 +191,7 @@ async function main(): Promise<void> {
     rmSync(directory, { recursive: true, force: true });
   }
 
-  const { path, envelope } = section.finish({ settings, baseCommit, thisCommit, contenders });
+  const { path, envelope } = section.finish<VersusFigures>({ settings, baseCommit, thisCommit, contenders });
   process.stdout.write(
     `${table([
       ['server', 'answers/s (all rounds)', 'each round', 'CPU per answer', 'of express', 'errors'],
