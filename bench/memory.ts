@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admissionLimits, memoryLimitMiB, type AdmissionLimits } from '../src/server/sizing';
 import { describeHealthz, startHealthzProbe, type HealthzFigures } from './fuzz/healthz-probe';
+import { chartRuntimeEnv, measuredEnv } from './lib/chart-runtime';
 import { watchMemory, type MemoryFigures } from './fuzz/memory-watch';
 import { createHttpsClient, type ClientTarget } from './lib/https-client';
 import { describeMachine } from './lib/machine';
@@ -64,7 +65,8 @@ async function startServer(certs: BenchCertificates, capMiB: number, capped: boo
   const [command, args] = capped
     ? ['systemd-run', ['--scope', '--quiet', '-p', `MemoryMax=${capMiB}M`, '-p', 'MemorySwapMax=0', process.execPath, ...serve]]
     : [process.execPath, serve];
-  const child = spawnTracked(command as string, args as string[], { stdio: ['ignore', logFd, 'pipe'] });
+  // As the chart runs it: its Node settings (lib/chart-runtime.ts).
+  const child = spawnTracked(command as string, args as string[], { stdio: ['ignore', logFd, 'pipe'], env: measuredEnv(chartRuntimeEnv('server')) });
   closeSync(logFd);
   const port = await waitForFileLine(child, logPath, (line) => {
     try {

@@ -11,14 +11,17 @@ import { dirname } from 'node:path';
 import type { FuzzReport } from './fuzz';
 import { describeHealthz } from './fuzz/healthz-probe';
 import { CROWD_ADDRESS } from '../test/support/generators/crowd';
-import { decisionRows, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
+import { decisionRows, GOALS, goalRows, growthTable, metLabel, serverTable, type BenchFigures, type ReportRow } from './lib/goals';
 import { CONTENT_DESCRIPTIONS, CONTENT_KINDS } from '../test/support/generators/pod-content';
 import { readResults, resultsPath, type SectionEnvelope } from './lib/results';
 import { repoPath } from '../test/support/repo';
 import { SERVER_LABELS } from './lib/servers';
 import { reporterTable } from './report';
 import { LISTENERS } from './shutdown';
+import { leanRows, type LeanFigures } from './lean';
+import { checkAllTable } from './report-kube';
 import type { LoadReport } from './load';
+import type { VersusFigures } from './versus';
 import type { MemoryReport } from './memory';
 import { memoryLimitMiB } from '../src/server/sizing';
 
@@ -56,6 +59,20 @@ function reporterSection(report: NonNullable<BenchFigures['report']>): string[] 
       'Report latency is from the stub writing the termination to the pod Event arriving at it. CPU is user + system time of the process from /proc/PID/stat; memory is VmRSS and VmHWM. ' +
       "The reporter's own data is a few hundred bytes per pod; most of the resident memory is client-node's code and the V8 heap's headroom. " +
       (report.memoryCapMiB ? `It ran under a ${report.memoryCapMiB} MiB cgroup limit (systemd-run).` : 'No cgroup limit could be set on this machine (systemd-run unavailable); the heap limit is the chart\'s.'),
+    '',
+  ];
+}
+
+function kubeSection(kube: NonNullable<BenchFigures['kube']>): string[] {
+  if (!kube.ran) return ['### drainguard report on kube-apiserver, and check -A', '', `Not run: ${kube.why}.`, ''];
+  return [
+    `### drainguard report on kube-apiserver ${kube.kubernetesVersion}, and check -A`,
+    '',
+    ...kube.checkouts.flatMap((c) => [mdTable(reporterTable(c.reporter)), '']),
+    mdTable(checkAllTable(kube.checkouts)),
+    '',
+    `The same reporter run against etcd and kube-apiserver of the test cluster (bench/report-kube.ts, bench/lib/report-real-cluster.ts), ${kube.pods.toLocaleString('en-US')} protected pods made through the API in ${kube.podsCreatedSeconds} s; ` +
+      'then `drainguard check -A` on the same pods, its own process, timed by GNU time. The section on issue 33 below says how.',
     '',
   ];
 }
@@ -130,6 +147,7 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
       'of the 1 s poll cycle in each run (`--min-drain 0s`). Its goals are in the table above.',
     '',
     ...(figures.report ? reporterSection(figures.report) : []),
+    ...(figures.kube ? kubeSection(figures.kube) : []),
     '### The Pepr peer',
     '',
     'Pepr is the TypeScript admission framework a user would pick instead of writing a webhook. Its setup lives in `bench/pepr/` and bench/lib/pepr.ts:',
@@ -150,6 +168,78 @@ function benchSection(section: SectionEnvelope<BenchFigures>): string {
     '',
     calls.length > 0 ? mdTable([['call', 'request', 'status'], ...calls.map((c) => [c.kind, `${c.method} ${c.url}`, String(c.status)])]) : '(none recorded)',
   ].join('\n');
+}
+
+/** Issue 33's before/after (`npm run bench:lean`), with the webhook's throughput from `npm run bench:versus` when it was run. */
+function leanSection(section: SectionEnvelope<LeanFigures>, versus: SectionEnvelope<VersusFigures> | undefined): string {
+  const { before, after, kube } = section.figures;
+  const reporter = after.reporter;
+  const kubeAfter = kube.ran ? kube.checkouts[kube.checkouts.length - 1] : undefined;
+  const lines = [
+    '## Issue 33: before and after (`npm run bench:lean`)',
+    '',
+    `Measured ${conditions(section)}. Command: \`${section.command}\` (the checkout at ${before.commit} in a temporary worktree, ` +
+      `\`git worktree add --detach DIR ${before.commit} && (cd DIR && npm ci)\`), against this checkout (${after.commit}). ` +
+      'One run: each figure below is one measurement of each checkout, one after the other, on a machine other work shared, so a neighbour\'s burst lands on one side only.',
+    '',
+    mdTable(leanRows(section.figures)),
+    '',
+    'Each checkout runs its own built CLI with its own chart\'s settings (its NODE_OPTIONS and memory limit, bench/lib/chart-runtime.ts): ' +
+      'the reporter against the stub API server as in `npm run bench` above (--quick settings), `drainguard serve` in both certificate modes (bench/serve-memory.ts: ' +
+      `${after.serveMemory.settings.connections} keep-alive connections, Contour reviews at a fixed rate, then idle; resident from /proc), ` +
+      'and, on one real kube-apiserver, the reporter and `drainguard check -A` (bench/report-kube.ts, below).',
+    '',
+  ];
+  if (reporter.cpuPerDrainMs > GOALS.reporterCpuPerDrainMs) {
+    lines.push(
+      `**Not met: CPU per drain.** The reporter spends ${reporter.cpuPerDrainMs} ms of CPU per drain against the stub (goal ≤ ${GOALS.reporterCpuPerDrainMs} ms; ${before.reporter.cpuPerDrainMs} ms before): ` +
+        'each drain is four watch events of a whole pod (about 4 KB of JSON each, parsed whole before the view keeps its few fields), two Event creates over HTTPS and a log line.',
+      '',
+    );
+  }
+  if (kube.ran && kubeAfter) {
+    lines.push(
+      `On kube-apiserver ${kube.kubernetesVersion} (bench/lib/report-real-cluster.ts): etcd and kube-apiserver of the test cluster (test/support/cluster) without controllers or kubelets; ` +
+        `${kube.pods.toLocaleString('en-US')} protected pods (the same Contour pod as the stub's) made in ${kube.podsCreatedSeconds} s, created as a DaemonSet's and bound to a registered node, their status written as the node's kubelet writes it; ` +
+        "the reporter with the chart's ServiceAccount, ClusterRole and MutatingWebhookConfiguration (its namespaceSelector selects the pods' namespaces). " +
+        'A drain is the kubelet\'s writes: the delete with a grace period, Envoy terminated with a drain record, the final delete, then the replacement created and set running (five watch events, each pod as kube-apiserver serves it, managedFields included). ' +
+        `The drains are requested at ${kubeAfter.reporter.settings.drainsPerSecond}/s, but kube-apiserver sharing the machine's cores completes fewer: the time from the first drain to the last pod Event, and the report latency (from kube-apiserver's answer to the termination's write to the pod Event on an admin's watch), are mostly kube-apiserver's own queue. ` +
+        '`check -A` is the built CLI as its own process with an admin kubeconfig and Node\'s defaults, timed by GNU time (wall, user + system, maxrss); it exits 1 (checks failed), as expected where drainguard\'s webhook does not run.',
+      '',
+    );
+  }
+  if (versus) {
+    const v = versus.figures;
+    lines.push(
+      `Webhook throughput, \`npm run bench:versus\` (${conditions(versus)}): wrk, ${v.settings.connections} keep-alive connections, the Contour review, the same TLS, ` +
+        `${v.settings.rounds} interleaved rounds of ${v.settings.seconds} s:`,
+      '',
+      mdTable([
+        ['server', 'reviews/s (all rounds)', 'each round', 'CPU per review', 'of the express fixed answer'],
+        ...v.contenders.map((c) => [c.name, String(c.requestsPerSecond), c.roundRates.join(' '), `${c.cpuMicrosPerRequest} µs`, c.toExpress.toFixed(3)]),
+      ]),
+      '',
+    );
+    const [base, ours] = v.contenders;
+    if (base && ours && ours.requestsPerSecond < base.requestsPerSecond) {
+      lines.push(
+        `**Not met: webhook throughput.** This checkout answered ${ours.requestsPerSecond} reviews/s against ${base.requestsPerSecond} for ${v.baseCommit} (the issue's reference): ` +
+          `${Math.round((ours.requestsPerSecond / base.requestsPerSecond) * 100)}% of it, ${ours.toExpress.toFixed(2)} of the express fixed answer (goal ≥ ${GOALS.throughputToExpress}), ` +
+          `${ours.cpuMicrosPerRequest} µs of CPU per review against ${base.cpuMicrosPerRequest} µs. The work of issue 33 so far is memory; the throughput lost since ${v.baseCommit} is not won back.`,
+        '',
+      );
+    }
+  }
+  lines.push(
+    '### What took the memory, and what was done',
+    '',
+    "- **The reporter**: of about 250 MiB resident when ready, only 76 MiB was live JavaScript. client-node's 25 MB of source (and its dependencies) loaded and held in the V8 heap; its informer's list held whole as one answer and every pod kept whole in its cache; V8's default semi-spaces and heap limits sized for a far bigger process. " +
+      "Now: a lean client (src/kube-api) of Node's https with a kept-alive agent, lists read item by item and watches line by line; only client-node's KubeConfig, bundled at build time with only what it reaches (dist/vendor/kube-config.cjs, 0.3 MB); of each pod only a `WatchedPod` of a few hundred bytes; plain node:http for its three routes; the chart runs it with `--max-semi-space-size=1`, `--v8-pool-size=1` and `MALLOC_MMAP_THRESHOLD_=8192` (report.runtime) and requests 96Mi.",
+    "- **The webhook**: decision workers started at start-up whether or not a review ever needed one (about 12 MiB resident each), node-forge loaded in every mode, and V8's default semi-spaces. " +
+      'Now: a decision worker starts only when a review large enough to need one arrives and leaves after 60 s idle; node-forge is loaded only to make certificates (self mode, --dev); the chart runs it with `--max-semi-space-size=4`, `--v8-pool-size=1` and the same malloc threshold (server.runtime), requests 96Mi, and its derived limit fell to 400Mi.',
+    '',
+  );
+  return lines.join('\n');
 }
 
 function loadSection(section: SectionEnvelope<LoadReport>): string {
@@ -247,12 +337,13 @@ function main(): void {
   const parts = [
     '# Benchmarks',
     '',
-    'Written by `npm run bench:readme` from `bench/results.json` and `bench/memory-results.json`; reproduce with `npm run bench`, `npm run bench:load`, `npm run bench:memory` and ' +
-      '`npm run bench:fuzz` on an otherwise idle machine (each command rewrites its own section of the results; `npm run bench` takes ' +
-      'about 6 minutes). `npm run bench -- --quick` runs every path with short runs in 1-2 minutes and writes to `.tmp/` instead. ' +
+    'Written by `npm run bench:readme` from `bench/results.json` and `bench/memory-results.json`; reproduce with `npm run bench`, `npm run bench:load`, `npm run bench:memory`, ' +
+      '`npm run bench:fuzz`, `npm run bench:lean` and `npm run bench:versus` on an otherwise idle machine (each command rewrites its own section of the results; `npm run bench` takes ' +
+      'about 10 minutes, 4 of them on kube-apiserver). `npm run bench -- --quick` runs every path with short runs in about 5 minutes and writes to `.tmp/` instead. ' +
       'Benchmarks report; they never fail on a timing, and tests never time anything.',
   ];
   if (results.bench) parts.push('', benchSection(results.bench as SectionEnvelope<BenchFigures>));
+  if (results.lean) parts.push('', leanSection(results.lean as SectionEnvelope<LeanFigures>, results.versus as SectionEnvelope<VersusFigures> | undefined));
   if (results.load) parts.push('', loadSection(results.load as SectionEnvelope<LoadReport>));
   if (results.fuzz) parts.push('', fuzzSection(results.fuzz as SectionEnvelope<FuzzReport>));
   const memoryResults = repoPath('bench', 'memory-results.json');

@@ -1,8 +1,14 @@
 /**
- * `drainguard report` at scale: the built CLI as its own process (as the chart runs it), against a stub
- * API server (bench/lib/report-api-stub.ts) holding 10,000 protected pods, then drains at a fixed 100
- * per second, each the writes a kubelet makes for one rolled pod (deletion, Envoy terminated with a
- * drain record, the final DELETED, the replacement pod): 400 watch events a second.
+ * `drainguard report` at scale: the built CLI as its own process (as the chart runs it: its memory
+ * limit when a cgroup can be had, its Node settings from lib/chart-runtime.ts), against an API server
+ * holding 10,000 protected pods, then drains at a fixed 100 per second, each the writes a kubelet makes
+ * for one rolled pod (deletion, Envoy terminated with a drain record, the final DELETED, the
+ * replacement pod): 400 watch events a second.
+ *
+ * The API server is a `ReportBenchCluster` (below): the stub of bench/lib/report-api-stub.ts here, a
+ * real kube-apiserver in ./report-kube.ts (bench/lib/report-real-cluster.ts: the pods created through
+ * the API, `drain()` as the kubelet's status writes and deletes, the Events watched for
+ * `eventsCreated` and the latencies), passed as `benchReporter`'s `cluster`: nothing else changes.
  *
  * Figures: time from spawn to ready (the paged list of every pod done), resident memory after that and
  * at the peak (VmHWM), CPU (user + system, /proc/PID/stat) for the list, per drain and as cores while
@@ -21,10 +27,34 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
 import { discardOutput, readCpuSeconds, readMemory, sampleMemory, spawnTracked, stopProcess, waitForLine } from './lib/processes';
-import { repoPath } from '../test/support/repo';
-import { startReportApiStub, STUB_WEBHOOK_CONFIGURATION } from './lib/report-api-stub';
+import { REPO_ROOT } from '../test/support/repo';
+import { chartRuntimeEnv, measuredEnv } from './lib/chart-runtime';
+import { startReportApiStub } from './lib/report-api-stub';
 import { quantile, table } from './lib/stats';
 import { createBenchCertificates, type BenchCertificates } from './lib/tls';
+
+/** What the benchmark needs of the API server the reporter watches. */
+export interface ReportBenchCluster {
+  /** A kubeconfig file's content for the reporter. */
+  kubeconfig: string;
+  /** The MutatingWebhookConfiguration whose namespaceSelector opts the pods' namespaces in (`--webhook-config-name`). */
+  webhookConfigName: string;
+  /** Pod Events created so far. */
+  readonly eventsCreated: number;
+  /** Milliseconds from each termination written to its pod Event received, in order of arrival. */
+  readonly reportLatenciesMs: number[];
+  /** The first drain or watch that failed, if one did: the run is void. */
+  readonly failure?: Error;
+  /** Replays one pod's rollout (deleted, Envoy terminated with a record, gone, replaced). */
+  drain(): void;
+  close(): Promise<void>;
+}
+
+/** Starts the API server holding `pods` protected pods. */
+export type ReportBenchClusterFactory = (pods: number, certs: BenchCertificates) => Promise<ReportBenchCluster>;
+
+/** The stub API server (bench/lib/report-api-stub.ts). */
+export const stubCluster: ReportBenchClusterFactory = (pods, certs) => startReportApiStub(certs, pods);
 
 export interface ReporterSettings {
   pods: number;
@@ -48,6 +78,8 @@ export interface ReporterReport {
   memoryCapMiB: number | null;
   /** The chart's --max-old-space-size, which it ran with. */
   heapLimitMiB: number;
+  /** The chart's NODE_OPTIONS (and MALLOC_MMAP_THRESHOLD_), which it ran with (absent in older results). */
+  runtime?: Record<string, string>;
   chartMemoryLimitMiB: number;
   drainsSent: number;
   /** Wall time of the drain phase, from the first drain written to the last Event received. */
@@ -65,9 +97,9 @@ export interface ReporterReport {
   watchedPods: number;
 }
 
-/** The chart's memory limit and heap flag for the reporter (charts/drainguard/values.yaml `report`). */
-function chartMemory(): { limitMiB: number; heapMiB: number } {
-  const values = parse(readFileSync(repoPath('charts/drainguard/values.yaml'), 'utf8')) as { report: { resources: { limits: { memory: string } }; maxHeapMiB: number } };
+/** The chart's memory limit and heap flag for the reporter (charts/drainguard/values.yaml `report`) of the checkout at `root`. */
+function chartMemory(root: string): { limitMiB: number; heapMiB: number } {
+  const values = parse(readFileSync(join(root, 'charts/drainguard/values.yaml'), 'utf8')) as { report: { resources: { limits: { memory: string } }; maxHeapMiB: number } };
   const limit = /^(\d+)Mi$/.exec(values.report.resources.limits.memory);
   if (!limit) throw new Error(`report.resources.limits.memory is not in Mi: ${values.report.resources.limits.memory}`);
   return { limitMiB: Number(limit[1]), heapMiB: values.report.maxHeapMiB };
@@ -93,16 +125,25 @@ function get(port: number, path: string): Promise<{ status: number; text: string
 
 const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
 
-export async function benchReporter(progress: (line: string) => void, settings: ReporterSettings, certs: BenchCertificates): Promise<ReporterReport> {
-  progress(`report: building ${settings.pods} pods in the stub API`);
-  const stub = await startReportApiStub(certs, settings.pods);
+/**
+ * `root`: the checkout whose built CLI and chart settings run (this one unless bench/versus.ts
+ * compares another); `cluster`: the API server (the stub unless another is given).
+ */
+export async function benchReporter(
+  progress: (line: string) => void,
+  settings: ReporterSettings,
+  certs: BenchCertificates,
+  { root = REPO_ROOT, cluster = stubCluster }: { root?: string; cluster?: ReportBenchClusterFactory } = {},
+): Promise<ReporterReport> {
+  progress(`report: building ${settings.pods} pods in the API server`);
+  const stub = await cluster(settings.pods, certs);
   const directory = mkdtempSync(join(tmpdir(), 'drainguard-bench-report-'));
   const kubeconfig = join(directory, 'kubeconfig');
   writeFileSync(kubeconfig, stub.kubeconfig, { mode: 0o600 });
   const capped = systemdRunWorks();
-  const { limitMiB, heapMiB } = chartMemory();
+  const { limitMiB, heapMiB } = chartMemory(root);
   const reporter = [
-    repoPath('dist/cli/main.js'),
+    join(root, 'dist', 'cli', 'main.js'),
     'report',
     '--kubeconfig',
     kubeconfig,
@@ -113,15 +154,16 @@ export async function benchReporter(progress: (line: string) => void, settings: 
     '--instance',
     'bench-reporter',
     '--webhook-config-name',
-    STUB_WEBHOOK_CONFIGURATION,
+    stub.webhookConfigName,
   ];
   // Under the chart's memory limit when a cgroup can be had, as in the pod: Node sizes its heap to it.
   const [command, args] = capped
     ? ['systemd-run', ['--scope', '--quiet', '-p', `MemoryMax=${limitMiB}M`, '-p', 'MemorySwapMax=0', process.execPath, ...reporter]]
     : [process.execPath, reporter];
   const started = performance.now();
-  // The chart's NODE_OPTIONS, as the pod runs it.
-  const child = spawnTracked(command as string, args as string[], { env: { ...process.env, NODE_OPTIONS: `--max-old-space-size=${heapMiB}` } });
+  // The chart's Node settings, as the pod runs it.
+  const runtime = chartRuntimeEnv('report', root);
+  const child = spawnTracked(command as string, args as string[], { env: measuredEnv(runtime) });
   try {
     // Logging at info, as deployed: a line per report is part of what it costs.
     const port = await waitForLine(child, (line) => (line.includes('"msg":"reporter started"') ? (JSON.parse(line) as { port: number }).port : undefined), 60_000);
@@ -152,7 +194,8 @@ export async function benchReporter(progress: (line: string) => void, settings: 
       }
     }
     const sentAt = performance.now();
-    while (stub.eventsCreated < sent && performance.now() - sentAt < 120_000) await sleep(20);
+    while (stub.eventsCreated < sent && stub.failure === undefined && performance.now() - sentAt < 120_000) await sleep(20);
+    if (stub.failure) throw new Error(`the API server's drains failed: ${stub.failure.message}`);
     const drainEnd = performance.now();
     const cpuDrained = readCpuSeconds(child.pid!)!;
     const rssAfterDrains = readMemory(child.pid!)!.rssKiB;
@@ -172,6 +215,7 @@ export async function benchReporter(progress: (line: string) => void, settings: 
       heapReadyMiB: Math.round((heapReady / 1048576) * 10) / 10,
       memoryCapMiB: capped ? limitMiB : null,
       heapLimitMiB: heapMiB,
+      runtime,
       chartMemoryLimitMiB: limitMiB,
       drainsSent: sent,
       drainPhaseSeconds: Math.round(drainPhaseSeconds * 10) / 10,
@@ -202,11 +246,14 @@ export function reporterTable(report: ReporterReport): string[][] {
     ['figure', 'measured'],
     [`spawn → ready (paged list of ${s.pods.toLocaleString('en-US')} pods)`, `${(report.readyMs / 1000).toFixed(1)} s, ${report.cpuUntilReadySeconds} s CPU`],
     [
-      `resident memory when ready (--max-old-space-size=${report.heapLimitMiB}${report.memoryCapMiB ? `, under the chart's ${report.memoryCapMiB} MiB cgroup limit` : ''})`,
+      `resident memory when ready (${report.runtime?.NODE_OPTIONS ?? `--max-old-space-size=${report.heapLimitMiB}`}${report.memoryCapMiB ? `, under the chart's ${report.memoryCapMiB} MiB cgroup limit` : ''})`,
       `${report.rssReadyMiB} MiB (V8 heap in use ${report.heapReadyMiB} MiB)`,
     ],
-    [`drains at ${s.drainsPerSecond}/s for ${s.drainSeconds} s (achieved rate)`, `${report.drainsSent} drains (${report.achievedDrainsPerSecond}/s), ${report.eventsCreated} pod Events created`],
-    ['CPU per drain (4 watch events, 2 Event creates)', `${report.cpuPerDrainMs} ms`],
+    [
+      `drains at ${s.drainsPerSecond}/s for ${s.drainSeconds} s (achieved rate; first drain → last pod Event)`,
+      `${report.drainsSent} drains (${report.achievedDrainsPerSecond}/s), ${report.eventsCreated} pod Events created in ${report.drainPhaseSeconds} s`,
+    ],
+    ['CPU per drain (its watch events, 2 Event creates)', `${report.cpuPerDrainMs} ms`],
     ['CPU while draining', `${report.cpuCoresWhileDraining} cores`],
     [`CPU idle afterwards (${s.idleSeconds} s)`, `${report.cpuCoresIdle} cores`],
     [`resident memory after the drains / peak (VmHWM); the chart's limit is ${report.chartMemoryLimitMiB} MiB`, `${report.rssAfterDrainsMiB} MiB / ${report.peakRssMiB} MiB`],

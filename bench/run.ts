@@ -1,12 +1,14 @@
 /**
  * `npm run bench`: the decision in a tight loop, the growth check, HTTPS admission (drainguard, the
  * decision-only reference, the express fixed answer and Pepr in one interleaved run), envoy-shutdown,
- * and `drainguard report` with 10,000 watched pods and 100 drains/s.
+ * and `drainguard report` with 10,000 watched pods and 100 drains/s, against the stub API server and
+ * against a real kube-apiserver (./report-kube.ts, with `drainguard check -A` on the same pods; skipped,
+ * with the reason, where it cannot run).
  * Progress on stderr, the tables on stdout, every figure into bench/results.json (section `bench`),
  * with the machine's load average at start and end.
  *
- *   npm run bench               full run (about 6 minutes; run it on an otherwise idle machine)
- *   npm run bench -- --quick    every path with short runs (1-2 minutes), written to .tmp/ instead
+ *   npm run bench               full run (about 10 minutes, 4 of them on kube-apiserver; run it on an otherwise idle machine)
+ *   npm run bench -- --quick    every path with short runs (about 5 minutes), written to .tmp/ instead
  */
 import { benchGrowth, DEFAULT_GROWTH_SETTINGS, QUICK_GROWTH_SETTINGS } from './growth';
 import { benchHttp, DEFAULT_HTTP_SETTINGS, QUICK_HTTP_SETTINGS } from './http';
@@ -15,6 +17,7 @@ import { beginSection, progress } from './lib/results';
 import { table } from './lib/stats';
 import { createBenchCertificates } from './lib/tls';
 import { benchReporter, DEFAULT_REPORTER_SETTINGS, QUICK_REPORTER_SETTINGS, reporterTable } from './report';
+import { benchKube, kubeTables } from './report-kube';
 import { benchShutdown } from './shutdown';
 import { benchTightLoop } from './tight-loop';
 
@@ -32,7 +35,8 @@ async function main(): Promise<void> {
     const http = await benchHttp(certs, progress, quick ? QUICK_HTTP_SETTINGS : DEFAULT_HTTP_SETTINGS);
     const shutdown = await benchShutdown(progress, quick ? 2 : 7, quick ? 3 : 10);
     const report = await benchReporter(progress, quick ? QUICK_REPORTER_SETTINGS : DEFAULT_REPORTER_SETTINGS, certs);
-    figures = { tightLoop, growth, http, shutdown, report };
+    const kube = await benchKube(progress, quick ? QUICK_REPORTER_SETTINGS : DEFAULT_REPORTER_SETTINGS);
+    figures = { tightLoop, growth, http, shutdown, report, kube };
   } finally {
     certs.remove();
   }
@@ -45,6 +49,7 @@ async function main(): Promise<void> {
       rowTable(decisionRows(figures)),
       table(growthTable(figures.growth)),
       table(reporterTable(figures.report!)),
+      kubeTables(figures.kube!),
       `load average (1 min) ${envelope.loadAverageAtStart.oneMinute} at start, ${envelope.loadAverageAtEnd.oneMinute} at end (${envelope.machine.cores} cores); written to ${path}`,
     ].join('\n\n') + '\n',
   );

@@ -28,6 +28,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { build, version as esbuildVersion, type Metafile } from 'esbuild';
+import { NODE_BUNDLE_OPTIONS } from '../src/kube-api/vendor-bundle';
 import { VERSION } from '../src/version';
 import { NODE, REPO_ROOT } from '../test/support/repo';
 import { CACHE, launcherFor, PLATFORMS, type PinnedNode, type ReleaseArch } from './pinned-node';
@@ -62,15 +63,9 @@ function packageDirsOf(metafile: Metafile): string[] {
 }
 
 const BUNDLE_OPTIONS = {
+  ...NODE_BUNDLE_OPTIONS,
   entryPoints: [join(REPO_ROOT, 'release/sea-main.ts')],
   absWorkingDir: REPO_ROOT,
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node24',
-  minifyWhitespace: true,
-  minifySyntax: true,
-  keepNames: true,
   // The licences travel as THIRD-PARTY-NOTICES.txt beside the executable (release/notices.ts).
   legalComments: 'none',
 } as const;

@@ -12,8 +12,11 @@
  *   dist/drain-contract.js shadows the folder dist/drain-contract/ (Node resolves the file first). After
  *   tsc, every .js, .js.map or .d.ts under dist/ that no source of src/ accounts for is removed, outside
  *   the folders other builds write (OTHER_BUILDS).
+ * - The KubeConfig bundle: after tsc, dist/vendor/kube-config.cjs (src/kube-api/vendor-bundle.ts says
+ *   what and why, and builds it from dist/), rebuilt with the rest: its inputs are the lockfile and src/.
  *
- * Node's standard library only, like check-node-version.mjs, which runs before it.
+ * Node's standard library only, like check-node-version.mjs, which runs before it; esbuild (a
+ * devDependency, installed before `prepare` runs this) only for the bundle, imported when needed.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -57,8 +60,11 @@ function inputsHash() {
   return hash.digest('hex');
 }
 
+/** The build's other output besides tsc's (not pruned: not a .js of tsc's). */
+const KUBE_CONFIG_BUNDLE = join(DIST, 'vendor', 'kube-config.cjs');
+
 const inputs = inputsHash();
-const complete = [...expected].every((output) => existsSync(join(DIST, output)));
+const complete = [...expected].every((output) => existsSync(join(DIST, output))) && existsSync(KUBE_CONFIG_BUNDLE);
 /** Removes what no source accounts for; deepest first, so a folder emptied of stale files goes after them. */
 function pruneStale() {
   for (const path of walk(DIST).reverse()) {
@@ -91,6 +97,8 @@ try {
 }
 
 pruneStale();
+const { bundleKubeConfig } = await import(join(DIST, 'kube-api', 'vendor-bundle.js'));
+await bundleKubeConfig(ROOT, KUBE_CONFIG_BUNDLE);
 // npx runs the `drainguard` bin only when it is executable.
 chmodSync(join(DIST, 'cli/main.js'), 0o755);
 writeFileSync(STAMP, inputs);

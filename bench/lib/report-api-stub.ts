@@ -14,7 +14,11 @@
  * The reporter's scope is answered too: the MutatingWebhookConfiguration `STUB_WEBHOOK_CONFIGURATION`
  * (asked by name), whose namespaceSelector selects every namespace labelled `OPT_IN`, and the pods'
  * namespaces, all labelled so; their watches stay open and quiet.
- * (The tests' API double in test/support is richer; bench/ imports nothing from test/.)
+ *
+ * Why a stub stays beside the real API server (./report-real-cluster.ts, run by `npm run bench` too):
+ * this one measures the reporter's own cost at a fixed 100 drains a second, which the real
+ * kube-apiserver on a 2-core machine does not sustain (about 55 a second there, so its figures hold
+ * kube-apiserver's queue as well), and it needs neither root nor network namespaces.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -40,8 +44,8 @@ const HISTORY = 20_000;
 
 type Json = Record<string, unknown>;
 
-/** Contour's Envoy pod as drainguard rewrites it, with the protected label. */
-function protectedTemplate(): Pod {
+/** Contour's Envoy pod as drainguard rewrites it, with the protected label (also ./report-real-cluster.ts's pods). */
+export function protectedTemplate(): Pod {
   const pod = contourPod();
   const result = mutate(pod, defaultConfig());
   if (result.status !== 'mutated') throw new Error(`mutate did not rewrite the Contour pod (${result.status})`);
@@ -52,10 +56,29 @@ function applyPatch(pod: Pod, patch: readonly unknown[]): Pod {
   return applyJsonPatch(structuredClone(pod), patch as Operation[], false, false).newDocument;
 }
 
+/** The termination message of an Envoy that drained for `durationMs`: a finished drain record. */
+export function benchDrainRecord(durationMs: number): string {
+  return encodeDrainRecord({
+    state: 'finished',
+    version: '0.1.0',
+    startedAt: new Date(Date.now() - durationMs).toISOString(),
+    deadlineMs: 290_000,
+    reason: 'drained',
+    durationMs,
+    connectionsAtStart: 120,
+    connectionsAtEnd: 0,
+    openListeners: [],
+    openListenersOmitted: 0,
+    healthcheckFailedAtMs: 2,
+    envoyVersion: '1.31.2',
+  });
+}
+
 export interface ReportApiStub {
   port: number;
   /** A kubeconfig file's content for this stub. */
   kubeconfig: string;
+  webhookConfigName: string;
   /** Pod Events created so far. */
   readonly eventsCreated: number;
   /** Milliseconds from each termination written to its pod Event received, in order of arrival. */
@@ -219,24 +242,9 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const port = (server.address() as AddressInfo).port;
 
-  const record = (durationMs: number) =>
-    encodeDrainRecord({
-      state: 'finished',
-      version: '0.1.0',
-      startedAt: new Date(Date.now() - durationMs).toISOString(),
-      deadlineMs: 290_000,
-      reason: 'drained',
-      durationMs,
-      connectionsAtStart: 120,
-      connectionsAtEnd: 0,
-      openListeners: [],
-      openListenersOmitted: 0,
-      healthcheckFailedAtMs: 2,
-      envoyVersion: '1.31.2',
-    });
-
   return {
     port,
+    webhookConfigName: STUB_WEBHOOK_CONFIGURATION,
     kubeconfig: JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
@@ -269,7 +277,7 @@ export async function startReportApiStub(certs: BenchCertificates, podCount: num
           terminated: {
             exitCode: 0,
             reason: 'Completed',
-            ...(status.name === 'envoy' ? { message: record(12_000 + (slot % 5000)) } : {}),
+            ...(status.name === 'envoy' ? { message: benchDrainRecord(12_000 + (slot % 5000)) } : {}),
             startedAt: state.running?.startedAt,
             finishedAt: now,
             containerID: status.containerID,

@@ -9,7 +9,7 @@ import { loadavg } from 'node:os';
 import { describeMachine, type MachineInfo } from './machine';
 import { repoPath } from '../../test/support/repo';
 
-export type SectionName = 'bench' | 'load' | 'fuzz';
+export type SectionName = 'bench' | 'load' | 'fuzz' | 'versus' | 'lean';
 
 export interface LoadAverage {
   /** 1, 5 and 15 minute load averages (runnable processes; this machine has `cores` cores). */

@@ -7,10 +7,11 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chartRuntimeEnv, measuredEnv } from './chart-runtime';
 import { startPepr } from './pepr';
 import type { StubCall } from './kube-api-stub';
 import { discardOutput, spawnTracked, stopProcess, waitForFileLine, waitForLine } from './processes';
-import { repoPath } from '../../test/support/repo';
+import { REPO_ROOT } from '../../test/support/repo';
 import type { BenchCertificates } from './tls';
 
 export type ServerKind = 'drainguard' | 'decision-only' | 'express-fixed' | 'pepr';
@@ -42,9 +43,11 @@ const HOST = '127.0.0.1';
 /**
  * `drainguard serve` at its default log level (one JSON line per admission, as in production). Its
  * stdout goes to a file, not a pipe: pino writes synchronously, and a pipe that this busy process
- * drains late would throttle the server and measure the harness instead.
+ * drains late would throttle the server and measure the harness instead. It runs with the Node
+ * settings of the chart (lib/chart-runtime.ts). `root` is this checkout unless another built checkout
+ * is given (bench/versus.ts), whose CLI and chart settings are used then.
  */
-export async function startDrainguard(certs: BenchCertificates): Promise<RunningServer> {
+export async function startDrainguard(certs: BenchCertificates, root = REPO_ROOT): Promise<RunningServer> {
   // Not in the certificate directory: drainguard watches that one, and every log line would wake it.
   const logDirectory = mkdtempSync(join(tmpdir(), 'drainguard-bench-log-'));
   const logPath = join(logDirectory, 'drainguard.log');
@@ -52,7 +55,7 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
   const child = spawnTracked(
     process.execPath,
     [
-      repoPath('dist/cli/main.js'),
+      join(root, 'dist', 'cli', 'main.js'),
       'serve',
       '--tls-mode', 'files',
       '--tls-cert', certs.certPath,
@@ -62,7 +65,7 @@ export async function startDrainguard(certs: BenchCertificates): Promise<Running
       // The benchmark stops servers itself; the production delay would only make every stop take 5 s.
       '--shutdown-delay', '0s',
     ],
-    { stdio: ['ignore', logFd, 'pipe'] },
+    { stdio: ['ignore', logFd, 'pipe'], env: measuredEnv(chartRuntimeEnv('server', root)) },
   );
   closeSync(logFd);
   const port = await waitForFileLine(child, logPath, (line) => {

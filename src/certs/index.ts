@@ -4,7 +4,7 @@ export { checkKeyPair, issuedFor, notAfter, splitPemBundle, joinPemBundle } from
 export { SelfManagedCertificates, SECRET_KEYS } from './self-managed';
 export type { SelfManagedOptions, ServingMaterial } from './self-managed';
 export { ensureDevCertificates, DEV_CERTIFICATE_NAMES } from './dev';
-export { kubernetesSecretStore, kubernetesCaBundlePublisher, kubeConfigFor, loadKubernetesClient } from './kube';
+export { kubernetesSecretStore, kubernetesCaBundlePublisher } from './kube';
 export type { SecretStore, CaBundlePublisher, StoredSecret, KubeConnectionOptions } from './kube';
 export { CertificateFileWatcher, readCertificateFiles } from './watch-files';
 export type { CertificateFiles, WatchOptions } from './watch-files';

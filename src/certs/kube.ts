@@ -1,18 +1,24 @@
 /**
- * The only Kubernetes API calls drainguard makes, through @kubernetes/client-node: one Secret
- * (read/create/replace with optimistic concurrency) and the `caBundle` fields of one
- * MutatingWebhookConfiguration. RBAC can therefore be limited to those two objects by `resourceNames`.
- *
- * @kubernetes/client-node is ESM-only and this package is CommonJS, so it is loaded with `import()`.
+ * The only Kubernetes API calls the webhook makes (self mode): one Secret (read/create/replace with
+ * optimistic concurrency) and the `caBundle` fields of one MutatingWebhookConfiguration. RBAC can
+ * therefore be limited to those two objects by `resourceNames`. Over the lean client of src/kube-api
+ * (credentials applied by client-node's KubeConfig), which a long-running server needs: the typed
+ * client would cost the webhook about 55 MiB of memory for these four requests (src/kube-api/load.ts).
  */
-import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { segment } from '../kube-api/client';
+import { answerFailure, succeeded } from '../kube-api/failure';
+import { kubeApiClientFor, type KubeConnectionOptions } from '../kube-api/load';
 
-export interface KubeConnectionOptions {
-  /** A kubeconfig file; in-cluster service-account configuration when absent. */
-  kubeconfigPath?: string;
-  /** A ready KubeConfig (tests build one that records or holds back requests). Wins over `kubeconfigPath`. */
-  kubeConfig?: k8s.KubeConfig;
-}
+export type { KubeConnectionOptions } from '../kube-api/load';
+
+/** Each request gives up after this long without an answer (the reconcile then retries). */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * The Secret's keys. `tls.crt`/`tls.key` make it a valid `kubernetes.io/tls` Secret. Here rather than
+ * beside the certificates' making (./self-managed): `check` reads them too, and must not load node-forge.
+ */
+export const SECRET_KEYS = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt', caKey: 'ca.key', bundle: 'ca-bundle.crt' } as const;
 
 export interface StoredSecret {
   resourceVersion: string;
@@ -33,61 +39,6 @@ export interface CaBundlePublisher {
   publish(bundlePem: string): Promise<number>;
 }
 
-type ClientModule = typeof import('@kubernetes/client-node', { with: { 'resolution-mode': 'import' } });
-
-let clientModule: Promise<ClientModule> | undefined;
-export function loadKubernetesClient(): Promise<ClientModule> {
-  clientModule ??= import('@kubernetes/client-node');
-  return clientModule;
-}
-
-/**
- * Request options for client-node's object API that abort each call after `timeoutMs`, so an API
- * server that accepts connections but never answers ends a call with a TimeoutError instead of a hang.
- *
- * With `reuseConnectionsOf`, every call also goes through one connection pool made from that
- * KubeConfig: client-node builds a new undici Agent for each request (KubeConfig.createDispatcher), so
- * each call would otherwise open, and leave behind, its own TLS connection. The credentials are still
- * applied to each request as client-node applies them (a rotated token is read again); only the pool
- * of connections, with its TLS settings, is shared.
- */
-export async function requestTimeoutOptions(timeoutMs: number, reuseConnectionsOf?: k8s.KubeConfig) {
-  const client = await loadKubernetesClient();
-  let dispatcher: unknown;
-  if (reuseConnectionsOf) {
-    const probe = new client.RequestContext(reuseConnectionsOf.getCurrentCluster()?.server ?? 'https://kubernetes.default.svc', client.HttpMethod.GET);
-    await reuseConnectionsOf.applySecurityAuthentication(probe);
-    dispatcher = probe.getDispatcher();
-  }
-  return {
-    middleware: [
-      {
-        pre: (context: k8s.RequestContext) => {
-          context.setSignal(AbortSignal.timeout(timeoutMs));
-          if (dispatcher !== undefined) context.setDispatcher(dispatcher as Parameters<k8s.RequestContext['setDispatcher']>[0]);
-          return new client.Observable(Promise.resolve(context));
-        },
-        post: (context: k8s.ResponseContext) => new client.Observable(Promise.resolve(context)),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  };
-}
-
-export async function kubeConfigFor(options: KubeConnectionOptions): Promise<k8s.KubeConfig> {
-  if (options.kubeConfig) return options.kubeConfig;
-  const { KubeConfig } = await loadKubernetesClient();
-  const config = new KubeConfig();
-  if (options.kubeconfigPath) config.loadFromFile(options.kubeconfigPath);
-  else config.loadFromCluster();
-  return config;
-}
-
-function statusCode(error: unknown): number | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
-
 function encode(data: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
 }
@@ -96,14 +47,12 @@ function decode(data: Record<string, string> | undefined): Record<string, string
   return Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
 
-export async function kubernetesSecretStore(
-  options: KubeConnectionOptions,
-  target: { namespace: string; name: string },
-): Promise<SecretStore> {
-  const { CoreV1Api } = await loadKubernetesClient();
-  const api = (await kubeConfigFor(options)).makeApiClient(CoreV1Api);
+export async function kubernetesSecretStore(options: KubeConnectionOptions, target: { namespace: string; name: string }): Promise<SecretStore> {
+  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
   const { namespace, name } = target;
-  const body = (data: Record<string, string>, resourceVersion?: string): k8s.V1Secret => ({
+  const collection = `/api/v1/namespaces/${segment(namespace)}/secrets`;
+  const path = `${collection}/${segment(name)}`;
+  const body = (data: Record<string, string>, resourceVersion?: string) => ({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
@@ -117,32 +66,24 @@ export async function kubernetesSecretStore(
   });
   return {
     async read() {
-      try {
-        const secret = await api.readNamespacedSecret({ name, namespace });
-        return { resourceVersion: secret.metadata?.resourceVersion ?? '', data: decode(secret.data) };
-      } catch (error) {
-        if (statusCode(error) === 404) return null;
-        throw error;
-      }
+      const answer = await client.request('GET', path);
+      if (answer.status === 404) return null;
+      if (!succeeded(answer.status)) throw answerFailure(`get secret ${namespace}/${name}`, answer);
+      const secret = JSON.parse(answer.text) as { metadata?: { resourceVersion?: string }; data?: Record<string, string> };
+      return { resourceVersion: secret.metadata?.resourceVersion ?? '', data: decode(secret.data) };
     },
     async create(data) {
-      try {
-        await api.createNamespacedSecret({ namespace, body: body(data) });
-        return 'created';
-      } catch (error) {
-        if (statusCode(error) === 409) return 'conflict';
-        throw error;
-      }
+      const answer = await client.request('POST', collection, body(data));
+      if (answer.status === 409) return 'conflict';
+      if (!succeeded(answer.status)) throw answerFailure(`create secret ${namespace}/${name}`, answer);
+      return 'created';
     },
     async replace(data, resourceVersion) {
-      try {
-        await api.replaceNamespacedSecret({ name, namespace, body: body(data, resourceVersion) });
-        return 'replaced';
-      } catch (error) {
-        // 409: another replica wrote first; 404: it was deleted. Either way: re-read and decide again.
-        if (statusCode(error) === 409 || statusCode(error) === 404) return 'conflict';
-        throw error;
-      }
+      const answer = await client.request('PUT', path, body(data, resourceVersion));
+      // 409: another replica wrote first; 404: it was deleted. Either way: re-read and decide again.
+      if (answer.status === 409 || answer.status === 404) return 'conflict';
+      if (!succeeded(answer.status)) throw answerFailure(`replace secret ${namespace}/${name}`, answer);
+      return 'replaced';
     },
   };
 }
@@ -154,39 +95,31 @@ const MAX_PATCH_ATTEMPTS = 5;
  * Patch carries `test` operations on the resourceVersion and each webhook's name, so a concurrent edit
  * makes the API server reject it (409/422) instead of patching the wrong array element; then re-read.
  */
-export async function kubernetesCaBundlePublisher(
-  options: KubeConnectionOptions,
-  webhookConfigurationName: string,
-): Promise<CaBundlePublisher> {
-  const { AdmissionregistrationV1Api, PatchStrategy, setHeaderOptions } = await loadKubernetesClient();
-  const api = (await kubeConfigFor(options)).makeApiClient(AdmissionregistrationV1Api);
+export async function kubernetesCaBundlePublisher(options: KubeConnectionOptions, webhookConfigurationName: string): Promise<CaBundlePublisher> {
+  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
   const name = webhookConfigurationName;
+  const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${segment(name)}`;
   return {
     async publish(bundlePem) {
       const caBundle = Buffer.from(bundlePem).toString('base64');
       for (let attempt = 1; ; attempt++) {
-        const current = await api.readMutatingWebhookConfiguration({ name });
+        const read = await client.request('GET', path);
+        if (!succeeded(read.status)) throw answerFailure(`get mutatingwebhookconfiguration ${name}`, read);
+        const current = JSON.parse(read.text) as { metadata?: { resourceVersion?: string }; webhooks?: { name: string; clientConfig?: { caBundle?: string } }[] };
         const webhooks = current.webhooks ?? [];
-        const stale = webhooks.flatMap((webhook, index) => (webhook.clientConfig.caBundle === caBundle ? [] : [index]));
+        const stale = webhooks.flatMap((webhook, index) => (webhook.clientConfig?.caBundle === caBundle ? [] : [index]));
         if (stale.length === 0) return 0;
-        const body = [
+        const patch = [
           { op: 'test', path: '/metadata/resourceVersion', value: current.metadata?.resourceVersion },
           ...stale.flatMap((index) => [
             { op: 'test', path: `/webhooks/${index}/name`, value: webhooks[index]!.name },
             { op: 'add', path: `/webhooks/${index}/clientConfig/caBundle`, value: caBundle },
           ]),
         ];
-        try {
-          await api.patchMutatingWebhookConfiguration(
-            { name, body },
-            setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-          );
-          return stale.length;
-        } catch (error) {
-          const code = statusCode(error);
-          if ((code === 409 || code === 422) && attempt < MAX_PATCH_ATTEMPTS) continue;
-          throw error;
-        }
+        const answer = await client.request('PATCH', path, patch, 'application/json-patch+json');
+        if (succeeded(answer.status)) return stale.length;
+        if ((answer.status === 409 || answer.status === 422) && attempt < MAX_PATCH_ATTEMPTS) continue;
+        throw answerFailure(`patch mutatingwebhookconfiguration ${name}`, answer);
       }
     },
   };

@@ -14,11 +14,10 @@
  */
 import { createCertificateAuthority, createServingCertificate, serviceDnsNames, type KeyPairPem } from './pki';
 import { checkKeyPair, issuedFor, joinPemBundle, notAfter, splitPemBundle } from './inspect';
-import type { CaBundlePublisher, SecretStore } from './kube';
+import { SECRET_KEYS, type CaBundlePublisher, type SecretStore } from './kube';
 import { DEFAULT_RENEW_BEFORE_MS, DEFAULT_VALIDITY_MS } from './lifetimes';
 
-/** The Secret's keys. `tls.crt`/`tls.key` make it a valid `kubernetes.io/tls` Secret. */
-export const SECRET_KEYS = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt', caKey: 'ca.key', bundle: 'ca-bundle.crt' } as const;
+export { SECRET_KEYS } from './kube';
 
 export interface SelfManagedOptions {
   namespace: string;

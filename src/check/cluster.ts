@@ -7,7 +7,7 @@
  * as a `ClusterAccessError`.
  */
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
+import { loadKubernetesClient, requestTimeoutOptions } from '../kube-api/load';
 import type { Pod } from '../mutate';
 import type { NodeInfoView } from './image-volumes';
 import { DRAIN_EVENT_LABEL, DRAIN_SUMMARY_ANNOTATION, readSummary, type DrainSummary } from '../report/drain-event';

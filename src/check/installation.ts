@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { ConfigError, defaultConfig, parseConfig, type Config } from '../config';
 import { splitPemBundle } from '../certs/inspect';
-import { SECRET_KEYS } from '../certs/self-managed';
+import { SECRET_KEYS } from '../certs/kube';
 import { describeFailure, type ClusterReader, type Read } from './cluster';
 import type { InstallationNames } from './names';
 import type { CheckResult } from './report';

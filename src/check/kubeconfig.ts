@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { loadKubernetesClient } from '../certs/kube';
+import { loadKubernetesClient } from '../kube-api/load';
 import { readAdminAddress } from '../drain-contract';
 
 /** Where a service account's token is mounted in every pod (`rest.InClusterConfig` reads the same). */

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import pino from 'pino';
-import { kubeConfigFor } from '../certs/kube';
+import { kubeConfigFor } from '../kube-api/load';
 import { parseDuration } from '../drain-contract';
 import { isoTimeOncePerSecond } from '../server/log-time';
 import { startReporter } from '../report/start';

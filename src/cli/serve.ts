@@ -5,7 +5,6 @@
 import { resolve } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { ConfigError, defaultConfig, loadConfigFile, type Config } from '../config';
-import { ensureDevCertificates } from '../certs/dev';
 import { isoTimeOncePerSecond } from '../server/log-time';
 import type { TlsSource } from '../server/start';
 import { parseDuration } from '../drain-contract';
@@ -147,6 +146,8 @@ function usage(error: unknown): number {
 }
 
 function devCertificates(logger: Logger): TlsSource {
+  // Loaded for --dev alone: node-forge, which making certificates takes, costs a served process memory.
+  const { ensureDevCertificates } = require('../certs/dev') as typeof import('../certs/dev');
   const paths = ensureDevCertificates(resolve('certs'));
   logger.info({ caCert: paths.caCert, generated: paths.generated }, 'development certificate (curl --cacert certs/ca.crt)');
   return { mode: 'files', certPath: paths.cert, keyPath: paths.key };

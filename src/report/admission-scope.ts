@@ -12,11 +12,12 @@
  *   list, watch namespaces                      their labels (the selector's input)
  *   get namespaces                              one the watch has not delivered yet (a new namespace)
  */
-import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
-import { loadKubernetesClient, requestTimeoutOptions } from '../certs/kube';
+import { segment, type KubeApiClient } from '../kube-api/client';
+import { ApiFailure, answerFailure } from '../kube-api/failure';
+import { listWatch } from '../kube-api/list-watch';
 import { describeSelector, selects, type LabelSelector, type Labels } from '../k8s/label-selector';
-import { ApiFailure, type NamespaceScope, type ScopeVerdict } from './reporter';
+import type { NamespaceScope, ScopeVerdict } from './reporter';
 
 /** The namespaceSelector of each webhook of a MutatingWebhookConfiguration (absent: `{}`, which selects every namespace). */
 export function webhookNamespaceSelectors(configuration: unknown): LabelSelector[] {
@@ -26,13 +27,13 @@ export function webhookNamespaceSelectors(configuration: unknown): LabelSelector
 }
 
 /**
- * The verdict for a namespace's labels: admitted when any webhook of the configuration selects them
- * (the API server calls each webhook whose selectors match). `configuration` undefined: it does not exist.
+ * The verdict for a namespace's labels: admitted when the namespaceSelector of any webhook of the
+ * configuration selects them (the API server calls each webhook whose selectors match). `selectors`
+ * undefined: the configuration does not exist; `labels` undefined: the namespace does not.
  */
-export function judgeNamespace(configurationName: string, configuration: unknown, namespace: string, labels: Labels | undefined): ScopeVerdict {
-  if (configuration === undefined) return { admitted: false, why: `the MutatingWebhookConfiguration ${configurationName} does not exist, so drainguard admits no pod` };
+export function judgeNamespace(configurationName: string, selectors: readonly LabelSelector[] | undefined, namespace: string, labels: Labels | undefined): ScopeVerdict {
+  if (selectors === undefined) return { admitted: false, why: `the MutatingWebhookConfiguration ${configurationName} does not exist, so drainguard admits no pod` };
   if (labels === undefined) return { admitted: false, why: `namespace ${namespace} does not exist` };
-  const selectors = webhookNamespaceSelectors(configuration);
   if (selectors.some((selector) => selects(selector, labels))) return { admitted: true };
   const described = selectors.length > 0 ? selectors.map(describeSelector).join(' or ') : 'no webhook';
   return { admitted: false, why: `namespace ${namespace} is not selected by the namespaceSelector of MutatingWebhookConfiguration ${configurationName} (${described}), so drainguard's webhook never saw its pods` };
@@ -54,85 +55,78 @@ export interface AdmissionScopeOptions {
   restartDelayMs?: number;
 }
 
-const MAX_RESTART_DELAY_MS = 5000;
+/** What the watches keep: the configuration's selectors, a namespace's labels. */
+interface KeptSelectors {
+  resourceVersion: string;
+  selectors: LabelSelector[];
+}
+interface KeptLabels {
+  resourceVersion: string;
+  labels: Labels;
+}
 
-/** Watches the named MutatingWebhookConfiguration and every namespace's labels with client-node's ListWatch. */
-export async function watchAdmissionScope(kubeConfig: k8s.KubeConfig, options: AdmissionScopeOptions): Promise<AdmissionScopeWatch> {
-  const client = await loadKubernetesClient();
-  const core = kubeConfig.makeApiClient(client.CoreV1Api);
-  const admission = kubeConfig.makeApiClient(client.AdmissionregistrationV1Api);
-  const requestOptions = await requestTimeoutOptions(options.requestTimeoutMs, kubeConfig);
-  const { webhookConfigName, logger } = options;
-  const byName = `metadata.name=${webhookConfigName}`;
-  let stopped = false;
+type Loose = { metadata?: { name?: unknown; resourceVersion?: unknown; labels?: unknown } } | null | undefined;
+const nameOf = (object: unknown) => (object as Loose)?.metadata?.name;
+const versionOf = (object: unknown) => String((object as Loose)?.metadata?.resourceVersion ?? '');
 
-  /** A ListWatch restarted with backoff after any error but 410 (which client-node answers with a relist itself). */
-  const informer = <T extends k8s.KubernetesObject>(what: string, path: string, list: () => Promise<k8s.KubernetesListObject<T>>, fieldSelector?: string) => {
-    const state = { synced: false, healthy: false, failures: 0, timer: undefined as NodeJS.Timeout | undefined };
-    const listed = async () => {
-      const answer = await list();
-      state.synced = true;
-      state.healthy = true;
-      state.failures = 0;
-      return answer;
-    };
-    const watch = new client.ListWatch<T>(path, new client.Watch(kubeConfig), listed, false, undefined, fieldSelector);
-    watch.on('error', (error: unknown) => {
-      state.healthy = false;
-      if (stopped) return;
-      state.failures++;
-      const delay = Math.min((options.restartDelayMs ?? 1000) * 2 ** (state.failures - 1), MAX_RESTART_DELAY_MS);
-      logger.warn({ error: String((error as { message?: unknown } | null)?.message ?? error), retryInMs: delay }, `listing or watching ${what} failed; will retry`);
-      clearTimeout(state.timer);
-      state.timer = setTimeout(() => {
-        if (!stopped) void watch.start();
-      }, delay);
-    });
-    void watch.start();
-    return { watch, state };
-  };
-
-  const configurations = informer<k8s.V1MutatingWebhookConfiguration>(
-    `MutatingWebhookConfiguration ${webhookConfigName}`,
-    '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
-    () => admission.listMutatingWebhookConfiguration({ fieldSelector: byName }, requestOptions),
-    byName,
-  );
-  const namespaces = informer<k8s.V1Namespace>('namespaces', '/api/v1/namespaces', () => core.listNamespace({}, requestOptions));
+/**
+ * Watches the named MutatingWebhookConfiguration and every namespace's labels (../kube-api/list-watch.ts),
+ * keeping of them only the selectors and the labels.
+ */
+export function watchAdmissionScope(client: KubeApiClient, options: AdmissionScopeOptions): AdmissionScopeWatch {
+  const { webhookConfigName, logger, requestTimeoutMs } = options;
+  const common = { logger, requestTimeoutMs, ...(options.restartDelayMs !== undefined ? { restartDelayMs: options.restartDelayMs } : {}) };
+  const configurations = listWatch<unknown, KeptSelectors>(client, {
+    ...common,
+    what: `MutatingWebhookConfiguration ${webhookConfigName}`,
+    path: '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+    selector: `fieldSelector=${encodeURIComponent(`metadata.name=${webhookConfigName}`)}`,
+    view: (object) => (nameOf(object) === webhookConfigName ? object : undefined),
+    keyOf: () => webhookConfigName,
+    keep: (object) => ({ resourceVersion: versionOf(object), selectors: webhookNamespaceSelectors(object) }),
+  });
+  const namespaces = listWatch<unknown, KeptLabels>(client, {
+    ...common,
+    what: 'namespaces',
+    path: '/api/v1/namespaces',
+    view: (object) => (typeof nameOf(object) === 'string' ? object : undefined),
+    keyOf: (object) => nameOf(object) as string,
+    keep: (object) => ({ resourceVersion: versionOf(object), labels: labelsOf(object) }),
+  });
 
   /** A namespace the watch has not delivered yet (created a moment ago): read once. */
   const readNamespace = async (name: string): Promise<Labels | undefined> => {
-    try {
-      return (await core.readNamespace({ name }, requestOptions)).metadata?.labels ?? {};
-    } catch (error) {
-      const status = (error as { code?: unknown } | null)?.code;
-      if (status === 404) return undefined;
-      throw new ApiFailure(`get namespace ${name}: ${String((error as { message?: unknown } | null)?.message ?? error)}`, typeof status === 'number' ? status : undefined);
-    }
+    const what = `get namespace ${name}`;
+    const answer = await client.request('GET', `/api/v1/namespaces/${segment(name)}`);
+    if (answer.status === 404) return undefined;
+    if (answer.status !== 200) throw answerFailure(what, answer);
+    return labelsOf(JSON.parse(answer.text));
   };
 
   return {
     get synced() {
-      return configurations.state.synced && namespaces.state.synced;
+      return configurations.synced && namespaces.synced;
     },
     get healthy() {
-      return configurations.state.healthy && namespaces.state.healthy;
+      return configurations.healthy && namespaces.healthy;
     },
     async admits(namespace) {
-      if (!configurations.state.synced || !namespaces.state.synced) {
+      if (!configurations.synced || !namespaces.synced) {
         throw new ApiFailure(`the MutatingWebhookConfiguration ${webhookConfigName} and the namespaces are not listed yet`, undefined);
       }
-      const configuration = configurations.watch.get(webhookConfigName);
-      const known = namespaces.watch.get(namespace);
-      const labels = known ? (known.metadata?.labels ?? {}) : await readNamespace(namespace);
-      return judgeNamespace(webhookConfigName, configuration, namespace, labels);
+      const configuration = configurations.get(webhookConfigName);
+      const labels = namespaces.get(namespace)?.labels ?? (await readNamespace(namespace));
+      return judgeNamespace(webhookConfigName, configuration?.selectors, namespace, labels);
     },
     async stop() {
-      stopped = true;
-      for (const { watch, state } of [configurations, namespaces]) {
-        clearTimeout(state.timer);
-        await watch.stop();
-      }
+      await Promise.all([configurations.stop(), namespaces.stop()]);
     },
   };
+}
+
+/** A namespace's labels, only the string values (a label value is always one). */
+function labelsOf(object: unknown): Labels {
+  const labels = (object as Loose)?.metadata?.labels;
+  if (typeof labels !== 'object' || labels === null) return {};
+  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }

@@ -1,9 +1,9 @@
 /**
- * What the reporter keeps of a watched pod: its identity, the controller that owns it, whether it is
- * ending, and the Envoy containers' terminations, nothing else. The informer's cache holds these
- * views instead of whole pods, so its memory stays a few hundred bytes per pod (plus the termination
- * messages it has still to read). Read from API objects of either form the client hands over: the
- * wire JSON of a watch event or the typed objects of a list (timestamps as Date). Pure.
+ * What the reporter reads of a pod: its identity, the controller that owns it, whether it is ending,
+ * and the Envoy containers' terminations, nothing else. Every pod the watch receives is reduced to its
+ * view before anything else sees it, and the watch keeps of each only a `WatchedPod`, a few hundred
+ * bytes. Read from the wire JSON of a list item or a watch event (timestamps as RFC 3339 text; a Date,
+ * as client-node's typed objects give them, is read too). Pure.
  */
 import { isDrainguardHook, type LifecycleHandler } from '../mutate';
 
@@ -40,7 +40,7 @@ export interface ControllerRef {
 }
 
 export interface PodView {
-  /** The informer's cache and its relist compare these three. */
+  /** The watch tells pods apart by namespace and name, and changes by resourceVersion. */
   metadata: { name: string; namespace: string; uid: string; resourceVersion: string };
   controller?: ControllerRef;
   /** The `pod-template-hash` label: a ReplicaSet carrying it belongs to a Deployment. */
@@ -51,6 +51,22 @@ export interface PodView {
   /** `status.reason` (`Evicted`, `Shutdown`, `Terminated`, …). */
   statusReason: string;
   envoy: EnvoyContainerView[];
+}
+
+/**
+ * What the watch remembers of a pod between its events (./kube.ts): who it is, and which of its Envoy
+ * containers it last saw running, so that when a relist no longer lists it (it ended and was deleted
+ * while the watch was down) the reporter can say which terminations it never saw.
+ */
+export interface WatchedPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  /** The workload's metric label (`daemonset/envoy`, `none`). */
+  workload: string;
+  /** Envoy containers not ended in the last view. */
+  running: readonly string[];
 }
 
 type Loose = Record<string, unknown>;

@@ -24,30 +24,14 @@
  * until the termination is too old.
  */
 import type { Logger } from 'pino';
+import { ApiFailure } from '../kube-api/failure';
 import { describeTermination } from './describe';
 import { podEvent, workloadEvent, type EventBody, type InvolvedObject, type Reporter } from './drain-event';
 import type { ReporterMetrics } from './metrics';
-import { workloadOf, type ControllerRef, type PodView } from './pod-view';
+import type { ControllerRef, PodView, WatchedPod } from './pod-view';
 import { terminationsOf, type Termination } from './termination';
 
-/** A request the API server refused or did not answer. */
-export class ApiFailure extends Error {
-  /** `status`: the HTTP status, or undefined when no answer came. */
-  constructor(
-    message: string,
-    readonly status: number | undefined,
-  ) {
-    super(message);
-    this.name = 'ApiFailure';
-  }
-
-  /** The request may have taken effect (no answer, a timeout, a 5xx): a later 409 could be this process's own create. */
-  get maybeApplied(): boolean {
-    return this.status === undefined || this.status >= 500;
-  }
-}
-
-/** The Kubernetes calls the reporter makes (./kube.ts implements them with client-node). */
+/** The Kubernetes calls the reporter makes (./kube.ts implements them over src/kube-api's client). */
 export interface ReporterApi {
   /** `exists`: 409 AlreadyExists. Throws ApiFailure for anything else but success. */
   createEvent(event: EventBody): Promise<'created' | 'exists'>;
@@ -159,20 +143,23 @@ export class DrainReporter {
     else this.seen.delete(pod.metadata.uid);
   }
 
-  /**
-   * A pod that is gone: its last state is observed, then it is forgotten (reports under way go on).
-   * A pod that `vanished` (a relist no longer lists it) while this replica last saw an Envoy still
-   * running ended and was deleted while the watch was down: that termination was never seen here.
-   */
-  gone(pod: PodView, how: 'deleted' | 'vanished'): void {
+  /** A pod whose deletion the watch delivered: its last state is observed, then it is forgotten (reports under way go on). */
+  deleted(pod: PodView): void {
     this.observe(pod);
     this.seen.delete(pod.metadata.uid);
-    if (how !== 'vanished') return;
-    for (const container of pod.envoy.filter((envoy) => envoy.ended === undefined)) {
-      const workload = workloadOf(pod).label;
-      this.metrics.recordUnseen(pod.metadata.namespace, workload);
+  }
+
+  /**
+   * A pod a relist no longer lists: it ended and was deleted while the watch was re-established. Its
+   * last view was observed when it arrived; an Envoy this replica last saw still running ended unseen
+   * here, which is counted and said.
+   */
+  vanished(pod: WatchedPod): void {
+    this.seen.delete(pod.uid);
+    for (const container of pod.running) {
+      this.metrics.recordUnseen(pod.namespace, pod.workload);
       this.logger.warn(
-        { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, container: container.name, workload },
+        { pod: `${pod.namespace}/${pod.name}`, container, workload: pod.workload },
         'pod deleted while the watch was re-established: how its Envoy ended was not seen by this replica',
       );
     }

@@ -9,11 +9,11 @@
  * reach the port instead.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import type { Logger } from 'pino';
+import { KubeApiClient } from '../kube-api/client';
 import { watchAdmissionScope, type AdmissionScopeWatch } from './admission-scope';
 import type { Reporter } from './drain-event';
 import { kubernetesReporterApi, watchProtectedPods, type PodWatch } from './kube';
@@ -46,14 +46,30 @@ export interface RunningReporter {
   shutdown(): Promise<void>;
 }
 
+/**
+ * The request's path as express routes it (case-insensitive, one trailing slash allowed, the query
+ * ignored), for the three GET routes of a server that needs nothing else of express.
+ */
+function routeOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const end = url.search(/[?#]/);
+  const path = (end === -1 ? url : url.slice(0, end)).toLowerCase();
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 export async function startReporter(settings: ReporterSettings): Promise<RunningReporter> {
   const { logger } = settings;
   const metrics = new ReporterMetrics();
-  const api = await kubernetesReporterApi(settings.kubeConfig, settings.requestTimeoutMs);
+  const client = new KubeApiClient(settings.kubeConfig, settings.requestTimeoutMs);
   /** Set once the port is bound (below), with the pod watch. */
   let scope: AdmissionScopeWatch | undefined;
   const reporter = new DrainReporter({
-    api,
+    api: kubernetesReporterApi(client),
     scope: {
       admits: (namespace) => scope!.admits(namespace),
     },
@@ -67,48 +83,44 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
   /** Set once the port is bound (below): until then /readyz says not ready. */
   let watch: PodWatch | undefined;
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.get('/healthz', (_req, res) => {
-    res.type('text/plain').send('ok\n');
-  });
-  // Ready once the first lists are in and while the watches work: the Service then only lists
-  // replicas whose metrics mean something.
-  app.get('/readyz', (_req, res) => {
-    const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy && scope !== undefined && scope.synced && scope.healthy;
-    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ready\n' : 'not ready\n');
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
-  app.use((req, res) => {
-    res.status(404).json({ error: `no route for ${req.method} ${req.path}; endpoints: GET /metrics, /healthz, /readyz` });
+  const answer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const route = req.method === 'GET' || req.method === 'HEAD' ? routeOf(req) : undefined;
+    if (route === '/healthz') return send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
+    if (route === '/readyz') {
+      // Ready once the first lists are in and while the watches work: the Service then only lists
+      // replicas whose metrics mean something.
+      const ready = !shuttingDown && watch !== undefined && watch.synced && watch.healthy && scope !== undefined && scope.synced && scope.healthy;
+      return send(res, ready ? 200 : 503, 'text/plain; charset=utf-8', ready ? 'ready\n' : 'not ready\n');
+    }
+    if (route === '/metrics') return send(res, 200, metrics.registry.contentType, await metrics.registry.metrics());
+    const path = (req.url ?? '/').split(/[?#]/)[0];
+    send(res, 404, 'application/json; charset=utf-8', JSON.stringify({ error: `no route for ${req.method} ${path}; endpoints: GET /metrics, /healthz, /readyz` }));
+  };
+  // Plain node:http: three GET routes need nothing express adds (it would be a few MiB of the
+  // reporter's memory for it).
+  const server: Server = createServer((req, res) => {
+    answer(req, res).catch((error: unknown) => {
+      logger.error({ err: error, path: req.url }, 'internal error');
+      if (!res.headersSent) send(res, 500, 'application/json; charset=utf-8', JSON.stringify({ error: 'internal error; see the reporter log' }));
+      else res.destroy();
+    });
   });
   // The port first: a port that cannot be bound fails the start with nothing else running yet (a watch
   // started before would keep the process alive after it reported the failure).
-  const server: Server = createServer(app);
   server.listen(settings.port, settings.host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
-  scope = await watchAdmissionScope(settings.kubeConfig, {
+  scope = watchAdmissionScope(client, {
     webhookConfigName: settings.webhookConfigName,
     logger,
     requestTimeoutMs: settings.requestTimeoutMs,
     ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
-  }).catch((error: unknown) => {
-    server.close();
-    throw error;
   });
-  const podWatch = await watchProtectedPods(settings.kubeConfig, {
-    handlers: { seen: (pod) => reporter.observe(pod), gone: (pod, how) => reporter.gone(pod, how) },
+  const podWatch = watchProtectedPods(client, {
+    handlers: { seen: (pod) => reporter.observe(pod), deleted: (pod) => reporter.deleted(pod), vanished: (pod) => reporter.vanished(pod) },
     logger,
     requestTimeoutMs: settings.requestTimeoutMs,
     ...(settings.retryDelayMs !== undefined ? { restartDelayMs: settings.retryDelayMs } : {}),
-  }).catch(async (error: unknown) => {
-    await scope?.stop();
-    server.close();
-    throw error;
   });
   watch = podWatch;
   metrics.observe({ watchedPods: () => podWatch.watchedPods, pendingReports: () => reporter.pending });
@@ -128,6 +140,7 @@ export async function startReporter(settings: ReporterSettings): Promise<Running
       await podWatch.stop();
       await scope?.stop();
       reporter.stop();
+      client.close();
       const closed = once(server, 'close');
       server.close();
       server.closeAllConnections();

@@ -1,9 +1,15 @@
 /**
- * A fixed set of decision workers (worker_threads). Each decides one review at a time; the admission
- * limiter in front guarantees no more reviews are in flight than there are workers. A worker whose
- * decision uses more CPU than the deadline allows is terminated, one that runs out of its heap dies on
- * its own: either way it is replaced, and the review is answered as drainguard's own failure (admitted
- * unchanged, with a warning), never left hanging.
+ * Decision workers (worker_threads), at most `size` of them. Each decides one review at a time; the
+ * admission limiter in front guarantees no more reviews are in flight than there are workers. A worker
+ * whose decision uses more CPU than the deadline allows is terminated, one that runs out of its heap
+ * dies on its own: either way the review is answered as drainguard's own failure (admitted unchanged,
+ * with a warning), never left hanging, and the next review starts a new worker.
+ *
+ * Workers are started when a review needs one and leave after `idleMs` without a decision. Only
+ * reviews over 64 KiB come here (a Pod's review is a few KiB, decided on the main thread), so most
+ * servers never start one: an idle worker holds about 12 MiB resident (its isolate, Node's bootstrap,
+ * the core's code; `npm run bench:memory` measures it), which two of them kept for good made a fifth of
+ * an idle server's memory. Starting one costs about 30 ms of CPU, once per burst of large reviews.
  *
  * The deadline counts the CPU time the worker's thread used, not the time that passed: the workers run
  * at a lower CPU priority than the main thread (./decision-worker), so on a busy node a decision can
@@ -29,7 +35,12 @@ export interface DecisionPoolOptions {
   /** A decision not finished this long (ms of wall-clock time) after it began is abandoned. */
   wallTimeoutMs: number;
   coreModule?: string;
+  /** A worker without a decision this long (ms) exits; the next large review starts one again. */
+  idleMs?: number;
 }
+
+/** How long a decision worker stays after its last decision. */
+export const DECISION_WORKER_IDLE_MS = 60_000;
 
 export interface Decided {
   httpStatus: number;
@@ -66,18 +77,43 @@ interface Pending {
 }
 
 class Slot {
-  worker!: Worker;
+  /** Started when a decision needs it; gone again after `idleMs` without one, or when it failed. */
+  worker: Worker | undefined;
   pending: Pending | undefined;
-  constructor(private readonly pool: DecisionPool) {
-    this.spawn();
-  }
+  private idleTimer: NodeJS.Timeout | undefined;
+  constructor(private readonly pool: DecisionPool) {}
 
-  spawn(): void {
+  /** This slot's worker, started now when it has none. */
+  start(): Worker {
+    clearTimeout(this.idleTimer);
+    if (this.worker !== undefined) return this.worker;
     const worker = this.pool.createWorker();
     worker.on('message', (message: WorkerMessage) => this.onMessage(worker, message));
     worker.on('error', (error) => this.fail(worker, describeWorkerError(error)));
     worker.on('exit', (code) => this.fail(worker, `decision worker exited with code ${code}`));
     this.worker = worker;
+    return worker;
+  }
+
+  /** The slot's decision is done: its worker leaves after `idleMs` unless another decision comes first. */
+  rest(idleMs: number): void {
+    const worker = this.worker;
+    if (worker === undefined) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.worker === worker && this.pending === undefined) this.stop();
+    }, idleMs);
+    this.idleTimer.unref();
+  }
+
+  /** Ends the worker, if any, with nothing pending. */
+  stop(): Promise<unknown> {
+    clearTimeout(this.idleTimer);
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker === undefined) return Promise.resolve();
+    worker.removeAllListeners('exit');
+    return worker.terminate();
   }
 
   private onMessage(worker: Worker, message: WorkerMessage): void {
@@ -92,14 +128,12 @@ class Slot {
     pending.resolve({ httpStatus: message.httpStatus, text: message.text, outcome: message.outcome });
   }
 
-  /** The worker is gone or must go: answer its review as drainguard's failure and start a new one. */
+  /** The worker is gone or must go: answer its review as drainguard's failure; the next decision starts a new one. */
   fail(worker: Worker, reason: string): void {
     if (worker !== this.worker) return;
     const pending = this.pending;
     this.pending = undefined;
-    worker.removeAllListeners('exit');
-    void worker.terminate();
-    if (!this.pool.closed) this.spawn();
+    void this.stop();
     if (pending) {
       clearInterval(pending.timer);
       pending.resolve(failedDecision(pending.review, reason));
@@ -112,12 +146,17 @@ export class DecisionPool {
   private readonly idle: Slot[];
   private readonly waiting: ((slot: Slot) => void)[] = [];
   private nextId = 0;
-  closed = false;
+  private closed = false;
   private readonly script = decisionWorkerScript();
 
   constructor(private readonly options: DecisionPoolOptions) {
     this.slots = Array.from({ length: options.size }, () => new Slot(this));
     this.idle = [...this.slots];
+  }
+
+  /** Workers running now (started and not yet left or failed). */
+  get running(): number {
+    return this.slots.filter((slot) => slot.worker !== undefined).length;
   }
 
   /** @internal used by the slots */
@@ -139,11 +178,13 @@ export class DecisionPool {
 
   /** Decides on `body`; its memory is transferred to the worker (the caller must not use it after). */
   async decide(body: Buffer): Promise<Decided> {
+    // Closed once the server has stopped taking requests: no worker is started any more.
+    if (this.closed) return failedDecision(undefined, 'the server is shutting down');
     const slot = this.idle.pop() ?? (await new Promise<Slot>((resolve) => this.waiting.push(resolve)));
     try {
       return await new Promise<Decided>((resolve) => {
         const id = (this.nextId += 1);
-        const worker = slot.worker;
+        const worker = slot.start();
         const { timeoutMs, wallTimeoutMs } = this.options;
         const startedAt = performance.now();
         // A worker still starting has no usage to read yet: its decision is counted from zero (its own
@@ -170,13 +211,16 @@ export class DecisionPool {
     } finally {
       const next = this.waiting.shift();
       if (next) next(slot);
-      else this.idle.push(slot);
+      else {
+        slot.rest(this.options.idleMs ?? DECISION_WORKER_IDLE_MS);
+        this.idle.push(slot);
+      }
     }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+    await Promise.all(this.slots.map((slot) => slot.stop()));
   }
 }
 

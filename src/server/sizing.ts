@@ -41,14 +41,15 @@ export const DEFAULT_LIMITS = {
 /**
  * Node, express, TLS contexts, metrics, the main thread's heap and its inline decisions of small
  * reviews, and the main thread's share of large admissions (reading each body, handing it to a worker,
- * its buffers and young generation). Measured idle: 115 MB resident (59 MB anonymous, 56 MB of Node's
- * mapped code, which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending
- * ~3 MiB reviews as fast as an idle 2-core machine answers them) the whole process peaked at 422 to
- * 456 MiB resident (366 to 395 MiB anonymous) over five runs: the base is what makes the default limit
- * (510 MiB before connections held a small body, now 518) cover the highest of those resident peaks with a 10% margin. Earlier, smaller bases were
- * sized from runs on a loaded machine, which answered fewer large reviews at once.
+ * its buffers and young generation). Measured idle, with the chart's Node settings (values.yaml
+ * `server.runtime`) and no decision worker started: 79 MiB resident (51 of them Node's mapped code,
+ * which a cgroup charges as page cache). Under `npm run bench:memory` (8 clients sending ~3 MiB reviews
+ * as fast as an idle 2-core machine answers them) the whole process peaked at 339 to 362 MiB resident
+ * (281 to 300 MiB anonymous) over five runs: the base is what makes the default limit (400 MiB) cover
+ * the highest of those resident peaks with a 10% margin. (Before the KubeConfig bundle, the decision
+ * workers started on demand and the runtime settings, the peaks were 422 to 456 MiB and the base 256.)
  */
-export const BASE_MEMORY_MIB = 256;
+export const BASE_MEMORY_MIB = 138;
 /**
  * An open TLS connection: socket and TLS buffers, the HTTP parser (measured: ~85 KiB each), and the
  * body of a small review being read before it takes a slot (64 KiB at most, one per connection: the

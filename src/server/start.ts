@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types';
 import { CertificateFileWatcher, readCertificateFiles } from '../certs/watch-files';
-import { SelfManagedCertificates, type ServingMaterial } from '../certs/self-managed';
+import type { SelfManagedCertificates, ServingMaterial } from '../certs/self-managed';
 import { notAfter, splitPemBundle } from '../certs/inspect';
 import { kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
 import { WebhookServer, type WebhookServerOptions } from './webhook-server';
@@ -83,6 +83,8 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
     return { server, certificateLoaded: Promise.resolve(), ...stopSourceFirst(() => watcher.stop(), server) };
   }
 
+  // Only self mode makes certificates: node-forge, which that takes, is not loaded otherwise.
+  const { SelfManagedCertificates } = require('../certs/self-managed') as typeof import('../certs/self-managed');
   const certificates = new SelfManagedCertificates({
     namespace: tls.namespace,
     serviceName: tls.serviceName,

@@ -54,6 +54,8 @@ export interface WebhookServerOptions {
   decisionWallTimeoutMs?: number;
   /** A CommonJS module whose `mutate` replaces the core (tests only). */
   coreModule?: string;
+  /** A decision worker without a decision this long leaves (default DECISION_WORKER_IDLE_MS, ./decision-pool). */
+  decisionWorkerIdleMs?: number;
   /** Reviews up to this many bytes are decided on the main thread; larger ones in a decision worker. */
   inlineDecisionMaxBytes?: number;
   now?: () => Date;
@@ -159,6 +161,7 @@ export class WebhookServer {
       timeoutMs: options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS,
       wallTimeoutMs: options.decisionWallTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(options.coreModule ? { coreModule: options.coreModule } : {}),
+      ...(options.decisionWorkerIdleMs !== undefined ? { idleMs: options.decisionWorkerIdleMs } : {}),
     });
     const inlineMaxBytes = options.inlineDecisionMaxBytes ?? INLINE_DECISION_MAX_BYTES;
     const core = loadCoreModule(options.coreModule);
@@ -233,6 +236,11 @@ export class WebhookServer {
     const { address, port } = instance.address();
     options.logger.info({ address, port, ready: instance.ready, startupMs: Math.round(process.uptime() * 1000) }, 'listening');
     return instance;
+  }
+
+  /** Decision workers running now: started by a large review, gone after a while without one. */
+  get decisionWorkers(): number {
+    return this.pool.running;
   }
 
   address(): AddressInfo {

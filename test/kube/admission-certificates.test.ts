@@ -8,12 +8,12 @@
  *   then while an operator deletes the Secret to force a new CA (failurePolicy Fail: none is refused).
  *   The API server verifies each replica with the published bundle for the Service's DNS name; which CA
  *   each replica serves is read from a TLS handshake with its pod.
- * - drainguard's certificate code in this process, through client-node, against the real API server:
+ * - drainguard's certificate code in this process, through its Kubernetes client, against the real API server:
  *   two replicas starting at once end with one Secret and one CA (the API server lets one create
  *   through); concurrent renewals end with one new CA (it refuses the stale update); the old CA stays
  *   published until it expires; a configuration edited between drainguard's read and its patch is read
- *   again; only caBundle is ever patched. The requests are seen on their way out of client-node
- *   (RecordingKubeConfig); what the server answers decides.
+ *   again; only caBundle is ever patched. The requests are seen on their way out of the client
+ *   (RecordingClient); what the server answers decides.
  * - `drainguard serve --tls-mode self --kubeconfig` as a process, reaching the API server with a
  *   kubeconfig file instead of its ServiceAccount.
  */
@@ -25,10 +25,11 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
-import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { defaultConfig } from '../../src/config';
 import { splitPemBundle } from '../../src/certs/inspect';
-import { kubernetesCaBundlePublisher, kubernetesSecretStore, loadKubernetesClient, type SecretStore } from '../../src/certs/kube';
+import { kubernetesCaBundlePublisher, kubernetesSecretStore, type SecretStore } from '../../src/certs/kube';
+import { KubeApiClient, type KubeAnswer } from '../../src/kube-api/client';
+import { kubeConfigFor } from '../../src/kube-api/load';
 import { SECRET_KEYS, SelfManagedCertificates } from '../../src/certs/self-managed';
 import { startWebhook, type RunningWebhook } from '../../src/server/start';
 import { CLI_MAIN } from '../support/build';
@@ -159,32 +160,27 @@ interface RecordedRequest {
 }
 
 /**
- * A KubeConfig for the cluster's admin that records every request client-node sends through it, and
- * can hold back requests matching `hold` until released, with the real server answering.
+ * A client as the cluster's admin that records every request drainguard's certificate code sends
+ * through it, and can hold back requests matching `hold` until released, with the real server answering.
  */
-async function recordingKubeConfig(): Promise<{ config: k8s.KubeConfig; requests: RecordedRequest[]; hold(method: string, path: RegExp): { arrived: Promise<void>; release(): void } }> {
-  const client = await loadKubernetesClient();
+async function recordingClient(): Promise<{ client: KubeApiClient; requests: RecordedRequest[]; hold(method: string, path: RegExp): { arrived: Promise<void>; release(): void } }> {
   const requests: RecordedRequest[] = [];
   const holds: { method: string; path: RegExp; arrive: () => void; released: Promise<void> }[] = [];
-  class RecordingKubeConfig extends client.KubeConfig {
-    override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
-      const body = context.getBody();
-      const text = typeof body === 'string' ? body : undefined;
-      const method = String(context.getHttpMethod());
-      requests.push({ method, url: context.getUrl(), contentType: context.getHeaders()['Content-Type'], body: text === undefined ? undefined : JSON.parse(text) });
-      const held = holds.find((h) => h.method === method && h.path.test(new URL(context.getUrl()).pathname));
+  class RecordingClient extends KubeApiClient {
+    override async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<KubeAnswer> {
+      requests.push({ method, url: path, contentType: body === undefined ? undefined : contentType, body: typeof body === 'string' ? JSON.parse(body) : body });
+      const held = holds.find((h) => h.method === method && h.path.test(path.split('?')[0]!));
       if (held) {
         holds.splice(holds.indexOf(held), 1);
         held.arrive();
         await held.released;
       }
-      return super.applySecurityAuthentication(context);
+      return super.request(method, path, body, contentType);
     }
   }
-  const config = new RecordingKubeConfig();
-  config.loadFromFile(clusterInfo().adminKubeconfig);
+  const client = new RecordingClient(await kubeConfigFor({ kubeconfigPath: clusterInfo().adminKubeconfig }), 10_000);
   return {
-    config,
+    client,
     requests,
     hold(method, path) {
       let arrive!: () => void;
@@ -276,7 +272,7 @@ describe("drainguard's certificate code in this process, against the real API se
 
   test('two replicas starting at once converge on one Secret and one CA, both serve it for the Service\'s name, and only caBundle is patched, under test operations', async () => {
     const original = await adminApi().get<KubeObject & { webhooks: { clientConfig: Record<string, unknown> }[] }>(`${CONFIGURATIONS}/${configName}`);
-    const { config, requests } = await recordingKubeConfig();
+    const { client, requests } = await recordingClient();
     const start = () =>
       startWebhook({
         host: '127.0.0.1',
@@ -284,7 +280,7 @@ describe("drainguard's certificate code in this process, against the real API se
         config: defaultConfig(),
         logger: pino({ level: 'silent' }),
         shutdownDelayMs: 0,
-        tls: { mode: 'self', namespace, secretName, webhookConfigName: configName, serviceName: SERVICE, kube: { kubeConfig: config } },
+        tls: { mode: 'self', namespace, secretName, webhookConfigName: configName, serviceName: SERVICE, kube: { client } },
       });
     const replicas = await Promise.all([start(), start()]);
     try {
@@ -314,9 +310,9 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('two creates at the same moment: the API server lets exactly one through, and both replicas end on its CA', async () => {
-    const { config } = await recordingKubeConfig();
-    const publisher = await kubernetesCaBundlePublisher({ kubeConfig: config }, configName);
-    const gated = together(await kubernetesSecretStore({ kubeConfig: config }, { namespace, name: secretName }), 'create', 2);
+    const { client } = await recordingClient();
+    const publisher = await kubernetesCaBundlePublisher({ client }, configName);
+    const gated = together(await kubernetesSecretStore({ client }, { namespace, name: secretName }), 'create', 2);
     const replica = () => new SelfManagedCertificates({ namespace, serviceName: SERVICE, store: gated.store, publisher });
     const [a, b] = await Promise.all([replica().reconcile(), replica().reconcile()]);
     expect(gated.outcomes.sort()).toEqual(['conflict', 'created']);
@@ -328,10 +324,10 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('renewal: concurrent renewals end with one new CA (the API server refuses the stale update); the old CA stays published until it expires', async () => {
-    const { config } = await recordingKubeConfig();
+    const { client } = await recordingClient();
     let now = new Date();
-    const publisher = await kubernetesCaBundlePublisher({ kubeConfig: config }, configName);
-    const plain = await kubernetesSecretStore({ kubeConfig: config }, { namespace, name: secretName });
+    const publisher = await kubernetesCaBundlePublisher({ client }, configName);
+    const plain = await kubernetesSecretStore({ client }, { namespace, name: secretName });
     const gated = together(plain, 'replace', 2);
     const replica = (store: SecretStore) => new SelfManagedCertificates({ namespace, serviceName: SERVICE, store, publisher, validityMs: 365 * DAY_MS, renewBeforeMs: 30 * DAY_MS, now: () => now });
     const [a, b] = [replica(gated.store), replica(gated.store)];
@@ -360,7 +356,7 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('a renewed certificate is served from the check after the one that published its CA; one no longer valid is replaced at once', async () => {
-    const { config } = await recordingKubeConfig();
+    const { client } = await recordingClient();
     let now = new Date();
     const running = await startWebhook({
       host: '127.0.0.1',
@@ -369,7 +365,7 @@ describe("drainguard's certificate code in this process, against the real API se
       logger: pino({ level: 'silent' }),
       shutdownDelayMs: 0,
       // Checks only when the test asks (checkCertificates), on the test's clock.
-      tls: { mode: 'self', namespace, secretName, webhookConfigName: configName, serviceName: SERVICE, kube: { kubeConfig: config }, checkIntervalMs: 3_600_000, now: () => now },
+      tls: { mode: 'self', namespace, secretName, webhookConfigName: configName, serviceName: SERVICE, kube: { client }, checkIntervalMs: 3_600_000, now: () => now },
     });
     const served = async () => fingerprint((await httpsRequest({ port: running.server.address().port, method: 'GET', path: '/healthz' })).peerCertificate);
     try {
@@ -399,12 +395,12 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('the Secret deleted: the CA issued anew is published beside the one the replica served', async () => {
-    const { config } = await recordingKubeConfig();
+    const { client } = await recordingClient();
     const certificates = new SelfManagedCertificates({
       namespace,
       serviceName: SERVICE,
-      store: await kubernetesSecretStore({ kubeConfig: config }, { namespace, name: secretName }),
-      publisher: await kubernetesCaBundlePublisher({ kubeConfig: config }, configName),
+      store: await kubernetesSecretStore({ client }, { namespace, name: secretName }),
+      publisher: await kubernetesCaBundlePublisher({ client }, configName),
     });
     const first = await certificates.reconcile();
     await adminApi().delete(`/api/v1/namespaces/${namespace}/secrets/${secretName}`);
@@ -416,12 +412,12 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('a configuration edited between the read and the patch (helm upgrade meanwhile): the API server refuses the patch, drainguard reads again', async () => {
-    const recording = await recordingKubeConfig();
+    const recording = await recordingClient();
     const certificates = new SelfManagedCertificates({
       namespace,
       serviceName: SERVICE,
-      store: await kubernetesSecretStore({ kubeConfig: recording.config }, { namespace, name: secretName }),
-      publisher: await kubernetesCaBundlePublisher({ kubeConfig: recording.config }, configName),
+      store: await kubernetesSecretStore({ client: recording.client }, { namespace, name: secretName }),
+      publisher: await kubernetesCaBundlePublisher({ client: recording.client }, configName),
     });
     const held = recording.hold('PATCH', new RegExp(`/mutatingwebhookconfigurations/${configName}$`));
     const reconciled = certificates.reconcile();
@@ -438,13 +434,13 @@ describe("drainguard's certificate code in this process, against the real API se
   });
 
   test('a Secret that names another Service is issued anew', async () => {
-    const { config } = await recordingKubeConfig();
+    const { client } = await recordingClient();
     const make = async (serviceName: string) =>
       new SelfManagedCertificates({
         namespace,
         serviceName,
-        store: await kubernetesSecretStore({ kubeConfig: config }, { namespace, name: secretName }),
-        publisher: await kubernetesCaBundlePublisher({ kubeConfig: config }, configName),
+        store: await kubernetesSecretStore({ client }, { namespace, name: secretName }),
+        publisher: await kubernetesCaBundlePublisher({ client }, configName),
       });
     await (await make(SERVICE)).reconcile();
     expect((await (await make('drainguard-renamed')).reconcile()).action).toBe('renewed');

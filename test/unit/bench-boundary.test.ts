@@ -1,7 +1,8 @@
 /**
  * Tests and benchmarks point one way: the input generators both send (fixture pods, the AdmissionReview
  * envelope, pods grown with one kind of content, the fast-check pod generator) live with the tests'
- * support code in test/support/generators/, and a benchmark may import them; nothing in test/ imports
+ * support code in test/support/generators/, and a benchmark may import them (and the test cluster's
+ * control plane, to run kube-apiserver); nothing in test/ imports
  * from bench/, so a change to a benchmark never changes what a test checks.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -10,8 +11,17 @@ import ts from 'typescript';
 import { importGraph } from '../support/import-graph';
 import { repoPath } from '../support/repo';
 
-/** What the benchmark build may compile from test/: the generators and the repository paths they use. */
-const SHARED_WITH_BENCHMARKS = [/^test\/support\/generators\/[^/]+\.ts$/, /^test\/support\/repo\.ts$/];
+/**
+ * What the benchmark build may compile from test/: the generators and the repository paths they use,
+ * and the real control plane's building blocks with the chart's rendering, which the reporter's
+ * benchmark on kube-apiserver runs (bench/lib/report-real-cluster.ts).
+ */
+const SHARED_WITH_BENCHMARKS = [
+  /^test\/support\/generators\/[^/]+\.ts$/,
+  /^test\/support\/repo\.ts$/,
+  /^test\/support\/helm\.ts$/,
+  /^test\/support\/cluster\/(api|binaries|control-plane|network|pki|processes)\.ts$/,
+];
 
 /** Every repository file `tsc -p tsconfig.bench.json` compiles: its include and exclude applied, then all they import. */
 function benchBuildFiles(): string[] {

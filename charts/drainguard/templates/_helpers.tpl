@@ -182,7 +182,7 @@ keeps them equal), explained in values.yaml under `resources`.
 {{- $workerHeap := add 16 (div (add (mul 24 (int64 $server.maxBodyBytes)) (sub $mib 1)) $mib) }}
 {{- $connections := div (add (mul (int64 $server.maxConnections) 192) 1023) 1024 }}
 {{- $small := div (add (mul (int64 $server.maxConcurrentSmallAdmissions) 512) 1023) 1024 }}
-{{- add 256 $connections $small (mul (int64 $server.maxConcurrentAdmissions) (add $workerHeap 24 $bodyMiB)) }}
+{{- add 138 $connections $small (mul (int64 $server.maxConcurrentAdmissions) (add $workerHeap 24 $bodyMiB)) }}
 {{- end }}
 
 {{/*
@@ -235,6 +235,22 @@ the webhook configuration, so two releases of the same name in different namespa
 */}}
 {{- define "drainguard.reporter.clusterRoleName" -}}
 {{- printf "%s-%s" (include "drainguard.reporter.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The Node runtime's environment of a container from its `runtime` values (server.runtime,
+report.runtime; values.yaml says what each setting does and how it was measured), with more
+NODE_OPTIONS first when given: (dict "runtime" .Values.server.runtime "nodeOptions" "").
+*/}}
+{{- define "drainguard.runtimeEnv" -}}
+{{- $options := list }}
+{{- with .nodeOptions }}{{ $options = append $options . }}{{ end }}
+{{- $options = append $options (printf "--max-semi-space-size=%d" (int .runtime.semiSpaceMiB)) }}
+{{- $options = append $options (printf "--v8-pool-size=%d" (int .runtime.v8PoolSize)) }}
+- name: NODE_OPTIONS
+  value: {{ join " " $options | quote }}
+- name: MALLOC_MMAP_THRESHOLD_
+  value: {{ int64 .runtime.mallocMmapThresholdBytes | quote }}
 {{- end }}
 
 {{/*

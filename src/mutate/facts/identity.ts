@@ -8,8 +8,26 @@ import { isDrainguardHook } from './hooks';
 import { shutdownManagerCandidates, type SidecarRef } from './sidecars';
 import { basename, commandWords, WHITESPACE_RUN } from './words';
 
+/**
+ * The repositories of the images seen lately: a pod's images are read several times (Envoy's evidence,
+ * the supervisors, the replaced component's release), and the same few images come in review after
+ * review. Bounded: emptied when full.
+ */
+const repositories = new Map<string, string>();
+const REMEMBERED_IMAGES = 256;
+
 /** `registry.example.com:5000/envoyproxy/envoy:v1.33@sha256:…` → `envoyproxy/envoy`. */
 export function imageRepository(image: string): string {
+  let repository = repositories.get(image);
+  if (repository === undefined) {
+    if (repositories.size >= REMEMBERED_IMAGES) repositories.clear();
+    repository = readRepository(image);
+    repositories.set(image, repository);
+  }
+  return repository;
+}
+
+function readRepository(image: string): string {
   let rest = image.split('@')[0] ?? '';
   const lastSlash = rest.lastIndexOf('/');
   const tagColon = rest.indexOf(':', lastSlash + 1);

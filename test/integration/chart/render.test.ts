@@ -17,7 +17,7 @@ interface Container {
   name: string;
   image: string;
   args: string[];
-  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports: { name: string; containerPort: number }[];
   livenessProbe: { httpGet: { path: string; port: string | number; scheme: string } };
   readinessProbe: { httpGet: { path: string; port: string | number; scheme: string } };
@@ -556,13 +556,26 @@ describe('server limits and memory', () => {
     expect(memoryOf(renderChart({ set }))).toBe(`${memoryLimitMiB(limits)}Mi`);
   });
 
-  test('the default limit is 518Mi', () => {
-    expect(memoryOf(variant('defaults'))).toBe('518Mi');
+  test('the default limit is 400Mi', () => {
+    expect(memoryOf(variant('defaults'))).toBe('400Mi');
+  });
+
+  test("the Node runtime settings measured for the server reach its environment, and the schema refuses nonsense", () => {
+    const env = (objects: K8sObject[]) => (serverContainer(deploymentOf(objects)).env ?? []).filter((e) => e.name !== 'POD_NAMESPACE');
+    expect(env(variant('defaults'))).toEqual([
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=4 --v8-pool-size=1' },
+      { name: 'MALLOC_MMAP_THRESHOLD_', value: '8192' },
+    ]);
+    expect(env(renderChart({ set: { 'server.runtime.semiSpaceMiB': 16, 'server.runtime.v8PoolSize': 4, 'server.runtime.mallocMmapThresholdBytes': 131072 } }))).toEqual([
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=16 --v8-pool-size=4' },
+      { name: 'MALLOC_MMAP_THRESHOLD_', value: '131072' },
+    ]);
+    expect(renderChartFailure({ set: { 'server.runtime.semiSpaceMiB': 0 } }).stderr).toMatch(/semiSpaceMiB/);
   });
 
   test('a memory limit given in values wins; other resources pass through', () => {
     const c = serverContainer(deploymentOf(renderChart({ setString: { 'resources.limits.memory': '1Gi', 'resources.limits.cpu': '2' } })));
     expect(c.resources.limits).toEqual({ memory: '1Gi', cpu: '2' });
-    expect(c.resources.requests).toEqual({ cpu: '50m', memory: '160Mi' });
+    expect(c.resources.requests).toEqual({ cpu: '50m', memory: '96Mi' });
   });
 });

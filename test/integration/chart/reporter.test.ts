@@ -113,14 +113,15 @@ test('the container: `drainguard report` with arguments its own parser accepts, 
   expect(settings).toMatchObject({ webhookConfigName: findOne(webhookObjects(defaults), 'MutatingWebhookConfiguration').metadata.name });
   expect(c.env).toEqual([
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-    { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+    { name: 'NODE_OPTIONS', value: '--max-old-space-size=96 --max-semi-space-size=1 --v8-pool-size=1' },
+    { name: 'MALLOC_MMAP_THRESHOLD_', value: '8192' },
   ]);
   expect(c.ports).toEqual([{ name: 'http-metrics', containerPort: 8080, protocol: 'TCP' }]);
   expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http-metrics', scheme: 'HTTP' });
   expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http-metrics', scheme: 'HTTP' });
   expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   // The heap limit leaves half the memory limit for code, buffers and the young generation.
-  expect(c.resources.limits.memory).toBe('384Mi');
+  expect(c.resources.limits.memory).toBe('192Mi');
 });
 
 test('settings reach the arguments, and the values schema refuses what the reporter would', () => {

@@ -36,6 +36,12 @@ export interface ControlPlaneOptions {
   binaries: ControlPlaneBinaries;
   /** Extra kube-apiserver flags (e.g. `--feature-gates=…`). */
   apiServerArgs?: readonly string[];
+  /**
+   * Start kube-controller-manager and kube-scheduler (default true). Without them, etcd and
+   * kube-apiserver alone: for a benchmark that writes what the controllers and the kubelet would
+   * (bench/lib/report-real-cluster.ts), where a controller would delete or rewrite its objects.
+   */
+  controllers?: boolean;
   log?: (line: string) => void;
 }
 
@@ -88,9 +94,11 @@ export class ControlPlane {
     try {
       await plane.startEtcd();
       await plane.startApiServer();
-      plane.startControllerManager();
-      plane.startScheduler();
-      await plane.waitForControllers();
+      if (options.controllers !== false) {
+        plane.startControllerManager();
+        plane.startScheduler();
+        await plane.waitForControllers();
+      }
     } catch (error) {
       await plane.stop();
       throw error;

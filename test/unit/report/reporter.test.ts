@@ -11,7 +11,8 @@ import { judgeNamespace, webhookNamespaceSelectors } from '../../../src/report/a
 import { REPORTED_BY_ANNOTATION, type EventBody } from '../../../src/report/drain-event';
 import { ReporterMetrics } from '../../../src/report/metrics';
 import { viewPod, type PodView } from '../../../src/report/pod-view';
-import { ApiFailure, DrainReporter, type NamespaceScope, type ReporterApi, type ScopeVerdict } from '../../../src/report/reporter';
+import { ApiFailure } from '../../../src/kube-api/failure';
+import { DrainReporter, type NamespaceScope, type ReporterApi, type ScopeVerdict } from '../../../src/report/reporter';
 import { finishedRecord } from '../../support/generators/drain-records';
 import { series, total } from '../../support/metrics-text';
 
@@ -229,7 +230,7 @@ test('not JSON, 4 KiB of garbage, a forged reason, huge numbers, 20 forged liste
 });
 
 describe("the webhook's namespaceSelector decides", () => {
-  const configuration = {
+  const selectors = webhookNamespaceSelectors({
     webhooks: [
       {
         name: 'pods.drainguard.io',
@@ -239,23 +240,23 @@ describe("the webhook's namespaceSelector decides", () => {
         },
       },
     ],
-  };
+  });
   const labels = (name: string, extra: Record<string, string> = {}) => ({ 'kubernetes.io/metadata.name': name, ...extra });
 
   test('a namespace with the opt-in label is admitted; one without, or the excluded one, is not, and the verdict says why', () => {
-    expect(judgeNamespace('dg', configuration, 'projectcontour', labels('projectcontour', { 'drainguard.io/inject': 'enabled' }))).toEqual({ admitted: true });
-    expect(judgeNamespace('dg', configuration, 'forged', labels('forged'))).toEqual({
+    expect(judgeNamespace('dg', selectors, 'projectcontour', labels('projectcontour', { 'drainguard.io/inject': 'enabled' }))).toEqual({ admitted: true });
+    expect(judgeNamespace('dg', selectors, 'forged', labels('forged'))).toEqual({
       admitted: false,
       why: 'namespace forged is not selected by the namespaceSelector of MutatingWebhookConfiguration dg (drainguard.io/inject=enabled, kubernetes.io/metadata.name NotIn (drainguard-system)), so drainguard\'s webhook never saw its pods',
     });
-    expect(judgeNamespace('dg', configuration, 'drainguard-system', labels('drainguard-system', { 'drainguard.io/inject': 'enabled' })).admitted).toBe(false);
+    expect(judgeNamespace('dg', selectors, 'drainguard-system', labels('drainguard-system', { 'drainguard.io/inject': 'enabled' })).admitted).toBe(false);
   });
 
   test('no configuration admits nothing; a gone namespace is not admitted; a webhook without a selector selects every namespace', () => {
     expect(judgeNamespace('dg', undefined, 'projectcontour', labels('projectcontour'))).toEqual({ admitted: false, why: 'the MutatingWebhookConfiguration dg does not exist, so drainguard admits no pod' });
-    expect(judgeNamespace('dg', configuration, 'gone', undefined)).toEqual({ admitted: false, why: 'namespace gone does not exist' });
+    expect(judgeNamespace('dg', selectors, 'gone', undefined)).toEqual({ admitted: false, why: 'namespace gone does not exist' });
     expect(webhookNamespaceSelectors({ webhooks: [{ name: 'a' }] })).toEqual([{}]);
-    expect(judgeNamespace('dg', { webhooks: [{ name: 'a' }] }, 'any', labels('any'))).toEqual({ admitted: true });
-    expect(judgeNamespace('dg', { webhooks: [] }, 'any', labels('any')).admitted).toBe(false);
+    expect(judgeNamespace('dg', webhookNamespaceSelectors({ webhooks: [{ name: 'a' }] }), 'any', labels('any'))).toEqual({ admitted: true });
+    expect(judgeNamespace('dg', webhookNamespaceSelectors({ webhooks: [] }), 'any', labels('any')).admitted).toBe(false);
   });
 });
