@@ -194,37 +194,50 @@ test('--dev stops at once: no shutdown delay unless one is asked for (nothing ro
 });
 
 test('--dev on a terminal writes readable, coloured lines instead of JSON', async () => {
-  // script(1) gives the server a terminal; exec makes the server script's own child.
-  const script = spawn('script', ['--quiet', '--return', '--command', `exec ${NODE} ${MAIN} serve --dev --port 0`, '/dev/null'], {
+  // script(1) gives the server a terminal. It stops reading the terminal soon after its child exits and
+  // can lose the last lines on a busy machine, so its shell stays until the test has read them all: it
+  // prints the server's exit status, then waits for a line the test types once it has seen that.
+  const script = spawn('script', ['--quiet', '--return', '--command', `${NODE} ${MAIN} serve --dev --port 0; echo "server exit=$?"; read typed`, '/dev/null'], {
     cwd: directory.path,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH, HOME: directory.path, TERM: 'xterm' },
   });
   const closed = new Promise<void>((resolve) => script.once('close', () => resolve()));
   let output = '';
+  script.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   let serverPid: number | undefined;
-  const serverOfScript = () => Number(execFileSync('pgrep', ['-P', String(script.pid)], { encoding: 'utf8' }).trim());
-  try {
-    await new Promise<void>((resolve, reject) => {
-      script.stdout!.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (/INFO \u001b\[0m listening .*port=\d+/.test(output)) resolve();
-      });
-      void closed.then(() => reject(new Error(`script exited before the server listened:\n${output}`)));
+  const childOf = (pid: number | undefined) => Number(execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim());
+  /** Resolves once the output matches `pattern`; rejects if script ends first. */
+  const seen = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const look = () => {
+        if (!pattern.test(output)) return;
+        script.stdout!.off('data', look);
+        resolve();
+      };
+      script.stdout!.on('data', look);
+      look();
+      void closed.then(() => reject(new Error(`script exited before its output matched ${pattern}:\n${output}`)));
     });
-    serverPid = serverOfScript();
+  try {
+    await seen(/INFO \u001b\[0m listening .*port=\d+/);
+    // script's child is its shell; the server is the shell's.
+    serverPid = childOf(childOf(script.pid));
     process.kill(serverPid, 'SIGTERM');
+    await seen(/server exit=\d+/);
+    script.stdin!.end('\n');
     await closed;
     expect(output).toMatch(/^\d\d:\d\d:\d\d\.\d{3} \u001b\[32mINFO \u001b\[0m listening address=127\.0\.0\.1 port=\d+ ready=/m);
     expect(output).toMatch(/ stopped\r?$/m);
     expect(output).not.toContain('{"level"');
+    expect(output).toContain('server exit=0');
     expect(script.exitCode).toBe(0);
   } finally {
-    // The server runs in script's own session: stop it by its pid, even when the test failed before reading it.
+    // The server runs in script's own session: stop it and script by their pids, even when the test failed early.
     try {
-      serverPid ??= serverOfScript();
+      serverPid ??= childOf(childOf(script.pid));
     } catch {
-      // script has no child (any more).
+      // script has no shell or server (any more).
     }
     for (const pid of [serverPid, script.pid]) {
       try {
