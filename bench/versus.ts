@@ -9,6 +9,12 @@
  * Per run: wrk's answers per second, and the CPU time (user + system, /proc) the server process used
  * per answer, which a busy machine disturbs far less than the rate.
  *
+ * What the CPU per answer is made of, so a difference between the two commits can be placed: this
+ * checkout runs a second time with Node's defaults instead of its chart's settings (the chart's
+ * NODE_OPTIONS and malloc threshold, lib/chart-runtime.ts), and each round also times each checkout's
+ * decision alone (`decideBody` of dist/server/decide-body.js on the same review in a loop, in its own
+ * process with Node's defaults: parse, the core, the answer's text; no HTTP, TLS or logging).
+ *
  *   git worktree add --detach /tmp/drainguard-base 6dbce9c && (cd /tmp/drainguard-base && npm ci)
  *   npm run bench:versus -- --base /tmp/drainguard-base [--rounds 6] [--seconds 10] [--connections 32]
  *
@@ -18,6 +24,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { chartRuntimeEnv, measuredEnv } from './lib/chart-runtime';
 import { createHttpsClient } from './lib/https-client';
 import { readCpuSeconds } from './lib/processes';
 import { beginSection, progress } from './lib/results';
@@ -26,6 +33,7 @@ import { table } from './lib/stats';
 import { createBenchCertificates } from './lib/tls';
 import { contourPod } from '../test/support/generators/pods';
 import { reviewBody } from '../test/support/generators/review';
+import { REPO_ROOT } from '../test/support/repo';
 
 export interface VersusSettings {
   base: string;
@@ -40,7 +48,19 @@ export interface VersusFigures {
   settings: VersusSettings;
   baseCommit: string;
   thisCommit: string;
+  /** The Node settings the base ran with: its chart's (lib/chart-runtime.ts), `{}` for Node's defaults. */
+  baseRuntime?: Record<string, string>;
+  /** Base, this checkout, the express fixed answer, then this checkout with Node's defaults. */
   contenders: ContenderFigures[];
+  /** Each checkout's decision alone (base, then this); absent when a checkout has no dist/server/decide-body.js. */
+  decisions?: DecisionFigures[];
+}
+
+export interface DecisionFigures {
+  name: string;
+  /** CPU time per decision, all rounds together. */
+  cpuMicrosPerDecision: number;
+  roundMicros: number[];
 }
 
 interface WrkRun {
@@ -107,6 +127,35 @@ function runWrk(server: RunningServer, script: string, seconds: number, connecti
   };
 }
 
+/** Decisions timed per round and checkout, after as many unmeasured ones (the JIT's warm-up). */
+const DECISIONS_PER_ROUND = 4000;
+
+/**
+ * The decision alone, as the server makes it for a small review (`decideBody`, ../src/server/decide-body.ts)
+ * with the default configuration, in a process of its own with Node's defaults: CPU µs per decision, or
+ * undefined when the checkout has no such module (a commit from before it).
+ */
+function timeDecision(root: string, bodyPath: string): number | undefined {
+  const script = [
+    "const { join } = require('node:path');",
+    "const [root, bodyPath, count] = process.argv.slice(1);",
+    "const { decideBody } = require(join(root, 'dist', 'server', 'decide-body.js'));",
+    "const { defaultConfig } = require(join(root, 'dist', 'config', 'index.js'));",
+    "const body = require('node:fs').readFileSync(bodyPath);",
+    'const config = defaultConfig();',
+    "const decide = () => { if (decideBody(body, config, undefined).httpStatus !== 200) throw new Error('the review was not answered 200'); };",
+    'for (let i = 0; i < Number(count); i++) decide();',
+    'const start = process.cpuUsage();',
+    'for (let i = 0; i < Number(count); i++) decide();',
+    'const used = process.cpuUsage(start);',
+    'process.stdout.write(String((used.user + used.system) / Number(count)));',
+  ].join('\n');
+  if (!existsSync(join(root, 'dist', 'server', 'decide-body.js'))) return undefined;
+  const run = spawnSync(process.execPath, ['-e', script, root, bodyPath, String(DECISIONS_PER_ROUND)], { encoding: 'utf8', env: measuredEnv({}) });
+  if (run.status !== 0) throw new Error(`timing the decision of ${root} failed: ${run.stderr}`);
+  return Number(run.stdout);
+}
+
 async function checkAnswer(server: RunningServer, body: string, ca: string, servername: string): Promise<void> {
   const client = createHttpsClient({ port: server.port, ca, servername }, 1);
   try {
@@ -152,17 +201,28 @@ async function main(): Promise<void> {
   );
   const servers: { name: string; server: RunningServer }[] = [];
   let contenders: ContenderFigures[];
+  let decisions: DecisionFigures[] | undefined;
   try {
     servers.push({ name: `drainguard ${baseCommit} (base)`, server: await startDrainguard(certs, settings.base) });
     servers.push({ name: `drainguard ${thisCommit} (this checkout)`, server: await startDrainguard(certs) });
     servers.push({ name: 'express fixed answer', server: await startServer('express-fixed', certs, progress) });
+    servers.push({ name: `drainguard ${thisCommit} (this checkout, Node's defaults)`, server: await startDrainguard(certs, undefined, {}) });
     for (const { server } of servers) await checkAnswer(server, body, certs.ca, certs.servername);
     for (const { name, server } of servers) {
       progress(`versus: warming up ${name} for ${settings.warmupSeconds} s`);
       runWrk(server, script, settings.warmupSeconds, settings.connections);
     }
     const runs = servers.map(() => [] as WrkRun[]);
+    const roots = [settings.base, REPO_ROOT];
+    const decisionRounds = roots.map(() => [] as number[]);
     for (let round = 0; round < settings.rounds; round++) {
+      for (let turn = 0; turn < roots.length; turn++) {
+        const index = (round + turn) % roots.length;
+        const micros = timeDecision(roots[index]!, bodyPath);
+        if (micros === undefined) continue;
+        decisionRounds[index]!.push(micros);
+        progress(`versus: round ${round + 1}/${settings.rounds} ${servers[index]!.name}: decision alone ${Math.round(micros)} µs CPU`);
+      }
       for (let turn = 0; turn < servers.length; turn++) {
         const index = (round + turn) % servers.length;
         const { name, server } = servers[index]!;
@@ -185,18 +245,26 @@ async function main(): Promise<void> {
         errors: list.reduce((sum, r) => sum + r.non2xx + r.socketErrors, 0),
       };
     });
+    if (decisionRounds.every((list) => list.length > 0)) {
+      decisions = decisionRounds.map((list, index) => ({
+        name: servers[index]!.name,
+        cpuMicrosPerDecision: round1(list.reduce((sum, micros) => sum + micros, 0) / list.length),
+        roundMicros: list.map(round1),
+      }));
+    }
   } finally {
     for (const { server } of servers) await server.stop();
     certs.remove();
     rmSync(directory, { recursive: true, force: true });
   }
 
-  const { path, envelope } = section.finish<VersusFigures>({ settings, baseCommit, thisCommit, contenders });
+  const { path, envelope } = section.finish<VersusFigures>({ settings, baseCommit, thisCommit, baseRuntime: chartRuntimeEnv('server', settings.base), contenders, ...(decisions ? { decisions } : {}) });
   process.stdout.write(
     `${table([
       ['server', 'answers/s (all rounds)', 'each round', 'CPU per answer', 'of express', 'errors'],
       ...contenders.map((c) => [c.name, String(c.requestsPerSecond), c.roundRates.join(' '), `${c.cpuMicrosPerRequest} µs`, c.toExpress.toFixed(3), String(c.errors)]),
     ])}\n` +
+      (decisions ? `${table([['decision alone (decideBody, Node\'s defaults)', 'CPU per decision', 'each round'], ...decisions.map((d) => [d.name, `${d.cpuMicrosPerDecision} µs`, d.roundMicros.join(' ')])])}\n` : '') +
       `wrk -t1 -c${settings.connections}, ${settings.rounds} rounds of ${settings.seconds} s, interleaved; ` +
       `load average (1 min) ${envelope.loadAverageAtStart.oneMinute} at start, ${envelope.loadAverageAtEnd.oneMinute} at end (${envelope.machine.cores} cores); written to ${path}\n`,
   );

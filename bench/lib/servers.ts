@@ -44,10 +44,11 @@ const HOST = '127.0.0.1';
  * `drainguard serve` at its default log level (one JSON line per admission, as in production). Its
  * stdout goes to a file, not a pipe: pino writes synchronously, and a pipe that this busy process
  * drains late would throttle the server and measure the harness instead. It runs with the Node
- * settings of the chart (lib/chart-runtime.ts). `root` is this checkout unless another built checkout
- * is given (bench/versus.ts), whose CLI and chart settings are used then.
+ * settings of the chart (lib/chart-runtime.ts) unless `runtime` gives others (`{}`: Node's defaults).
+ * `root` is this checkout unless another built checkout is given (bench/versus.ts), whose CLI and chart
+ * settings are used then.
  */
-export async function startDrainguard(certs: BenchCertificates, root = REPO_ROOT): Promise<RunningServer> {
+export async function startDrainguard(certs: BenchCertificates, root = REPO_ROOT, runtime = chartRuntimeEnv('server', root)): Promise<RunningServer> {
   // Not in the certificate directory: drainguard watches that one, and every log line would wake it.
   const logDirectory = mkdtempSync(join(tmpdir(), 'drainguard-bench-log-'));
   const logPath = join(logDirectory, 'drainguard.log');
@@ -65,7 +66,7 @@ export async function startDrainguard(certs: BenchCertificates, root = REPO_ROOT
       // The benchmark stops servers itself; the production delay would only make every stop take 5 s.
       '--shutdown-delay', '0s',
     ],
-    { stdio: ['ignore', logFd, 'pipe'], env: measuredEnv(chartRuntimeEnv('server', root)) },
+    { stdio: ['ignore', logFd, 'pipe'], env: measuredEnv(runtime) },
   );
   closeSync(logFd);
   const port = await waitForFileLine(child, logPath, (line) => {
