@@ -17,7 +17,11 @@ export interface SidecarRef {
 }
 
 function commandLine(container: Container): string {
-  return [...(container.command ?? []), ...(container.args ?? [])].join(' ');
+  const { command, args } = container;
+  // Joined list by list (no spread of both into a third array); an empty or missing list adds no space.
+  if (command === undefined || command.length === 0) return args === undefined ? '' : args.join(' ');
+  if (args === undefined || args.length === 0) return command.join(' ');
+  return `${command.join(' ')} ${args.join(' ')}`;
 }
 
 function sidecarFlavor(container: Container): SidecarFlavor {
