@@ -324,6 +324,7 @@ export function readComponents(pod: Pod, envoyArgs: EnvoyArgs, commands: readonl
       releases.set(command.program, known);
     }
     const release = known.reading;
+    const releaseDescribed = known.release.release;
     const words = commandWords(command.program, command.subcommand);
     const defaults = rules.map((rule): ComponentDefault => ({
       setting: rule.setting,
@@ -336,7 +337,8 @@ export function readComponents(pod: Pod, envoyArgs: EnvoyArgs, commands: readonl
           const why = 'range' in release ? `the pod may run releases on either side (${release.range.how})` : `its release cannot be told: ${release.unknown}`;
           return { undetermined: { setting: rule.setting, container: command.containerName, what, history: history(rule), why } };
         }
-        const releaseText = 'range' in release ? describeRange(range) : '(any release)';
+        // With a range it is `range` itself, already described once for the command's release above.
+        const releaseText = 'range' in release ? releaseDescribed : '(any release)';
         return {
           value: {
             value,

@@ -6,11 +6,14 @@ import type { PlannedInstaller } from './installer';
 export function mergedVolumeList(existing: string | undefined, names: readonly string[]): string {
   // A Set keeps insertion order: linear however many names the annotation or the pod holds.
   const merged = new Set<string>();
-  for (const name of [...(existing ?? '').split(','), ...names]) {
+  const add = (name: string) => {
     const trimmed = name.trim();
     if (trimmed !== '') merged.add(trimmed);
-  }
-  return [...merged].join(',');
+  };
+  // The annotation's names, then the pod's, without spreading both into a third list.
+  if (existing !== undefined) for (const name of existing.split(',')) add(name);
+  for (const name of names) add(name);
+  return Array.from(merged).join(',');
 }
 
 /** What the annotation becomes: a new list, gone (it listed only drainguard's replaced emptyDir), or unchanged (undefined). */
