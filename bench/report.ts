@@ -16,13 +16,16 @@
  * the pod's Event arriving at it. One replica: a second does the same work (and gets 409s).
  *
  *   npm run bench                        (with the other benchmarks)
- *   tsc -p tsconfig.bench.json && node node_modules/.cache/drainguard-bench/bench/report.js [--quick]
+ *   tsc -p tsconfig.bench.json && node node_modules/.cache/drainguard-bench/bench/report.js [--quick] [--cpu-prof DIR]
+ *
+ * `--cpu-prof DIR`: the reporter also runs with Node's `--cpu-prof`, and writes its CPU profile into DIR
+ * when the benchmark stops it (the figures then include the profiler's own cost).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
@@ -133,7 +136,7 @@ export async function benchReporter(
   progress: (line: string) => void,
   settings: ReporterSettings,
   certs: BenchCertificates,
-  { root = REPO_ROOT, cluster = stubCluster }: { root?: string; cluster?: ReportBenchClusterFactory } = {},
+  { root = REPO_ROOT, cluster = stubCluster, cpuProfileDir }: { root?: string; cluster?: ReportBenchClusterFactory; cpuProfileDir?: string } = {},
 ): Promise<ReporterReport> {
   progress(`report: building ${settings.pods} pods in the API server`);
   const stub = await cluster(settings.pods, certs);
@@ -163,7 +166,8 @@ export async function benchReporter(
   const started = performance.now();
   // The chart's Node settings, as the pod runs it.
   const runtime = chartRuntimeEnv('report', root);
-  const child = spawnTracked(command as string, args as string[], { env: measuredEnv(runtime) });
+  const profiling: Record<string, string> = cpuProfileDir === undefined ? {} : { NODE_OPTIONS: `${runtime.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${cpuProfileDir}`.trim() };
+  const child = spawnTracked(command as string, args as string[], { env: measuredEnv({ ...runtime, ...profiling }) });
   try {
     // Logging at info, as deployed: a line per report is part of what it costs.
     const port = await waitForLine(child, (line) => (line.includes('"msg":"reporter started"') ? (JSON.parse(line) as { port: number }).port : undefined), 60_000);
@@ -264,8 +268,14 @@ export function reporterTable(report: ReporterReport): string[][] {
 
 if (require.main === module) {
   const quick = process.argv.includes('--quick');
+  const profileFlag = process.argv.indexOf('--cpu-prof');
+  const cpuProfileDir = profileFlag === -1 ? undefined : process.argv[profileFlag + 1];
+  if (profileFlag !== -1 && (cpuProfileDir === undefined || cpuProfileDir.startsWith('--'))) {
+    process.stderr.write('bench failed: --cpu-prof needs the directory to write the profile into (--cpu-prof DIR)\n');
+    process.exit(2);
+  }
   const certs = createBenchCertificates();
-  benchReporter((line) => process.stderr.write(`${line}\n`), quick ? QUICK_REPORTER_SETTINGS : DEFAULT_REPORTER_SETTINGS, certs)
+  benchReporter((line) => process.stderr.write(`${line}\n`), quick ? QUICK_REPORTER_SETTINGS : DEFAULT_REPORTER_SETTINGS, certs, cpuProfileDir === undefined ? {} : { cpuProfileDir: resolvePath(cpuProfileDir) })
     .then((report) => process.stdout.write(`${table(reporterTable(report))}\n`))
     .catch((error: unknown) => {
       process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
