@@ -5,7 +5,7 @@
  * (credentials applied by client-node's KubeConfig), which a long-running server needs: the typed
  * client would cost the webhook about 55 MiB of memory for these four requests (src/kube-api/load.ts).
  */
-import { segment } from '../kube-api/client';
+import { segment, type KubeApiClient } from '../kube-api/client';
 import { answerFailure, succeeded } from '../kube-api/failure';
 import { kubeApiClientFor, type KubeConnectionOptions } from '../kube-api/load';
 
@@ -47,8 +47,13 @@ function decode(data: Record<string, string> | undefined): Record<string, string
   return Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
 
+/** The client both of the below can share: one kubeconfig read, one pool of connections. */
+export function certificateApiClient(options: KubeConnectionOptions): Promise<KubeApiClient> {
+  return kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
+}
+
 export async function kubernetesSecretStore(options: KubeConnectionOptions, target: { namespace: string; name: string }): Promise<SecretStore> {
-  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
+  const client = await certificateApiClient(options);
   const { namespace, name } = target;
   const collection = `/api/v1/namespaces/${segment(namespace)}/secrets`;
   const path = `${collection}/${segment(name)}`;
@@ -96,7 +101,7 @@ const MAX_PATCH_ATTEMPTS = 5;
  * makes the API server reject it (409/422) instead of patching the wrong array element; then re-read.
  */
 export async function kubernetesCaBundlePublisher(options: KubeConnectionOptions, webhookConfigurationName: string): Promise<CaBundlePublisher> {
-  const client = await kubeApiClientFor(options, REQUEST_TIMEOUT_MS);
+  const client = await certificateApiClient(options);
   const name = webhookConfigurationName;
   const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${segment(name)}`;
   return {

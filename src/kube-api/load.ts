@@ -61,9 +61,7 @@ export function loadKubeConfigClass(): Promise<typeof k8s.KubeConfig> {
 export interface KubeConnectionOptions {
   /** A kubeconfig file; in-cluster service-account configuration when absent. */
   kubeconfigPath?: string;
-  /** A ready KubeConfig (one already loaded). Wins over `kubeconfigPath`. */
-  kubeConfig?: k8s.KubeConfig;
-  /** A ready client (tests record and hold its requests). Wins over the others. */
+  /** A ready client (tests record and hold its requests). Wins over `kubeconfigPath`. */
   client?: KubeApiClient;
 }
 
@@ -73,7 +71,6 @@ export async function kubeApiClientFor(options: KubeConnectionOptions, timeoutMs
 }
 
 export async function kubeConfigFor(options: KubeConnectionOptions): Promise<k8s.KubeConfig> {
-  if (options.kubeConfig) return options.kubeConfig;
   const KubeConfig = await loadKubeConfigClass();
   const config = new KubeConfig();
   if (options.kubeconfigPath) config.loadFromFile(options.kubeconfigPath);

@@ -7,7 +7,7 @@ import type { Config } from '../config/types';
 import { CertificateFileWatcher, readCertificateFiles } from '../certs/watch-files';
 import type { SelfManagedCertificates, ServingMaterial } from '../certs/self-managed';
 import { notAfter, splitPemBundle } from '../certs/inspect';
-import { kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
+import { certificateApiClient, kubernetesCaBundlePublisher, kubernetesSecretStore, type KubeConnectionOptions } from '../certs/kube';
 import { WebhookServer, type WebhookServerOptions } from './webhook-server';
 
 export type TlsSource =
@@ -85,11 +85,13 @@ export async function startWebhook(options: StartOptions): Promise<RunningWebhoo
 
   // Only self mode makes certificates: node-forge, which that takes, is not loaded otherwise.
   const { SelfManagedCertificates } = require('../certs/self-managed') as typeof import('../certs/self-managed');
+  // One client for the Secret and the caBundle: the kubeconfig read once, one pool of connections.
+  const kube = { client: await certificateApiClient(tls.kube) };
   const certificates = new SelfManagedCertificates({
     namespace: tls.namespace,
     serviceName: tls.serviceName,
-    store: await kubernetesSecretStore(tls.kube, { namespace: tls.namespace, name: tls.secretName }),
-    publisher: await kubernetesCaBundlePublisher(tls.kube, tls.webhookConfigName),
+    store: await kubernetesSecretStore(kube, { namespace: tls.namespace, name: tls.secretName }),
+    publisher: await kubernetesCaBundlePublisher(kube, tls.webhookConfigName),
     ...(tls.validityMs !== undefined ? { validityMs: tls.validityMs } : {}),
     ...(tls.renewBeforeMs !== undefined ? { renewBeforeMs: tls.renewBeforeMs } : {}),
     ...(tls.now ? { now: tls.now } : {}),
