@@ -29,7 +29,7 @@ import { startKubeletServer, type KubeletServing, type LogLookup } from './kubel
 import type { EnvoyContainerOptions } from './envoy-main';
 import type { FileImage, ImageCatalog, ImageContent } from './images';
 import type { ClusterNetwork, PodSandbox } from './network';
-import { kubeMicroTime, kubeTime, type ContainerSpec, type ContainerStatus, type EnvVarSpec, type HandlerSpec, type Pod, type ProbeSpec, type TerminatedState, type VolumeSpec } from './pod-spec';
+import { imageId, kubeMicroTime, kubeTime, newContainerId, type ContainerSpec, type ContainerStatus, type EnvVarSpec, type HandlerSpec, type Pod, type ProbeSpec, type TerminatedState, type VolumeSpec } from './pod-spec';
 import { isPlayedByTest } from './played-pods';
 import { logTail, startProcess, waitUntil, type ManagedProcess } from './processes';
 import { readTerminationMessageFile, terminationMessage } from './termination-message';
@@ -68,14 +68,6 @@ const KUBELET_PORT = 10250;
 const LEASE_RENEW_MS = 10_000;
 /** Restart backoff of a crashed container, capped as the kubelet's is (at 5 minutes there; short here). */
 const MAX_RESTART_BACKOFF_MS = 10_000;
-
-function newContainerId(): string {
-  return `containerd://${randomBytes(32).toString('hex')}`;
-}
-
-function imageId(image: string): string {
-  return `${image.split('@')[0]!.replace(/:[^/:]+$/, '')}@sha256:${randomBytes(32).toString('hex')}`;
-}
 
 /** Resolves after `ms`, or at once when the signal fires. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {

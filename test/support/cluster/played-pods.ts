@@ -11,9 +11,8 @@
  * kubelet clock the test sets. What reads these pods (the reporter, `drainguard check`) sees the same
  * API objects and watch events as from a kubelet; nothing runs for them (no process, no pod IP).
  */
-import { randomBytes } from 'node:crypto';
 import type { KubeApi } from './api';
-import { kubeTime, type ContainerStatus, type Pod, type TerminatedState } from './pod-spec';
+import { imageId, kubeTime, newContainerId, type ContainerStatus, type Pod, type TerminatedState } from './pod-spec';
 
 /** The pod annotation (set in a workload's pod template) that keeps the stand-in from running the pod. */
 export const PLAYED_BY_TEST = 'test.drainguard.io/kubelet';
@@ -40,14 +39,6 @@ export interface ContainerEnd {
 
 const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${namespace}/pods/${name}`;
 
-function containerId(): string {
-  return `containerd://${randomBytes(32).toString('hex')}`;
-}
-
-function imageId(image: string): string {
-  return `${image.split('@')[0]!.replace(/:[^/:]+$/, '')}@sha256:${randomBytes(32).toString('hex')}`;
-}
-
 function terminated(status: ContainerStatus, end: ContainerEnd, finishedAt: Date): TerminatedState {
   return {
     exitCode: end.exitCode,
@@ -55,7 +46,7 @@ function terminated(status: ContainerStatus, end: ContainerEnd, finishedAt: Date
     ...(end.message ? { message: end.message } : {}),
     startedAt: status.state.running?.startedAt ?? kubeTime(finishedAt),
     finishedAt: kubeTime(finishedAt),
-    containerID: status.containerID ?? containerId(),
+    containerID: status.containerID ?? newContainerId(),
   };
 }
 
@@ -79,7 +70,7 @@ export async function runPlayedPod(api: KubeApi, namespace: string, name: string
     restartCount: 0,
     image: spec.image,
     imageID: imageId(spec.image),
-    containerID: containerId(),
+    containerID: newContainerId(),
   });
   const initContainers = pod.spec.initContainers ?? [];
   const condition = (type: string) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: startedAt });
@@ -114,7 +105,7 @@ export async function restartPlayedContainer(api: KubeApi, pod: Pod, container: 
     state: { running: { startedAt: kubeTime(at) } },
     lastState: { terminated: terminated(status, end, at) },
     restartCount: status.restartCount + 1,
-    containerID: containerId(),
+    containerID: newContainerId(),
   };
   return patchStatus(api, current, { containerStatuses: statuses.map((candidate) => (candidate.name === container ? restarted : candidate)) });
 }

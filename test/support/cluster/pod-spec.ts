@@ -1,7 +1,8 @@
 /**
- * The parts of the Pod API the kubelet stand-in reads and writes (k8s.io/api core/v1), typed only as
- * far as it uses them.
+ * The parts of the Pod API the kubelet stand-in (and a test playing a kubelet) reads and writes
+ * (k8s.io/api core/v1), typed only as far as they use them, and the runtime's IDs they report.
  */
+import { randomBytes } from 'node:crypto';
 import type { KubeObject } from './api';
 
 export interface ProbeSpec {
@@ -130,4 +131,14 @@ export function kubeTime(date = new Date()): string {
 /** metav1.MicroTime: RFC 3339 with microseconds. */
 export function kubeMicroTime(date = new Date()): string {
   return date.toISOString().replace(/Z$/, '000Z');
+}
+
+/** A container's ID as containerd reports it: `containerd://` and 64 hex digits, new for each container started. */
+export function newContainerId(): string {
+  return `containerd://${randomBytes(32).toString('hex')}`;
+}
+
+/** The `imageID` a runtime reports for `image`: its repository and a digest. */
+export function imageId(image: string): string {
+  return `${image.split('@')[0]!.replace(/:[^/:]+$/, '')}@sha256:${randomBytes(32).toString('hex')}`;
 }
