@@ -190,8 +190,9 @@ function envoyGatewayRangeFromFlags(envoyArgs: EnvoyArgs, commands: readonly Shu
 function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownCommand, commands: readonly ShutdownCommand[]): { range: ReleaseRange } | { unknown: string } {
   const { program } = command;
   const component = COMPONENTS[program];
-  // Image → the containers that run it without a release tag.
-  const seen = new Map<string, string[]>();
+  // Image → the containers that run it without a release tag; made for the first such image (a
+  // release tag usually answers first).
+  let seen: Map<string, string[]> | undefined;
   for (const container of containersRunning(pod, program, command.containerName)) {
     const image = container.image;
     if (image === undefined || !component.images.includes(imageName(image) ?? '')) continue;
@@ -200,13 +201,16 @@ function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownComma
     if (component.mainIsNewest && imageTag(image) === 'main') {
       return { range: { from: component.checkedUpTo, how: `image tag main of container ${container.name}: the development branch, after ${formatVersion(component.checkedUpTo)}` } };
     }
-    seen.set(image, [...(seen.get(image) ?? []), container.name]);
+    seen ??= new Map();
+    const names = seen.get(image);
+    if (names === undefined) seen.set(image, [container.name]);
+    else names.push(container.name);
   }
   if (program === 'envoy-gateway') {
     const range = envoyGatewayRangeFromFlags(envoyArgs, commands);
     if (range !== undefined) return { range };
   }
-  const described = [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
+  const described = seen === undefined ? [] : [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
   const images =
     described.length === 0
       ? `no ${component.name} image with a release tag`
