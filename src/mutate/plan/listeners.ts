@@ -48,7 +48,17 @@ function excludedListeners(hints: readonly PortHint[], shape: readonly ShapeList
   const found = new Map<number, ExcludedListener>();
   for (const hint of hints) noteListener(found, hint.port, hint.reason, adminPort);
   for (const listener of shape) noteListener(found, listener.port, listener.reason, adminPort);
-  return Array.from(found.values()).sort(byPort);
+  const listeners = Array.from(found.values());
+  return inPortOrder(listeners) ? listeners : listeners.sort(byPort);
+}
+
+/**
+ * Whether the listeners are already sorted by port, as they usually come (a probe port, then the
+ * project's): Array.prototype.sort allocates its work state even for two elements.
+ */
+function inPortOrder(listeners: readonly ExcludedListener[]): boolean {
+  for (let i = 1; i < listeners.length; i += 1) if ((listeners[i - 1] as ExcludedListener).port > (listeners[i] as ExcludedListener).port) return false;
+  return true;
 }
 
 /** `port` into `found` with `reason`, unless it is no listener port or the admin's. */
