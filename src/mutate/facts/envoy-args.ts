@@ -67,29 +67,33 @@ function mentionsAny(list: readonly string[] | undefined, names: readonly string
   return false;
 }
 
-/** Envoy's flags, read in one pass over its command line. */
+/** Envoy's flags: each one its command line mentions, read from its tokens. */
 export function readEnvoyArgs(container: Container): EnvoyArgs {
-  // A token is an element or a part of one, so a name that no element contains is not there: most
-  // command lines lack most flags, and one that has none of them is answered without splitting any element.
   const found: EnvoyArgs = {};
-  const wanted: EnvoyFlag[] = [];
   for (const key of ENVOY_FLAG_KEYS) {
-    if (mentionsAny(container.command, ENVOY_FLAGS[key]) || mentionsAny(container.args, ENVOY_FLAGS[key])) wanted.push(key);
+    const names = ENVOY_FLAGS[key];
+    // A token is an element or a part of one, so a name that no element contains is not there: most
+    // command lines lack most flags, and one that has none of them is answered without splitting any element.
+    if (!mentionsAny(container.command, names) && !mentionsAny(container.args, names)) continue;
+    const value = valueAfter(container, names);
+    if (value !== undefined) found[key] = value;
   }
-  if (wanted.length === 0) return found;
-  const valueIsNext: Partial<Record<EnvoyFlag, true>> = {};
-  let left = wanted.length;
-  visitTokens(container, (token) => {
-    for (const key of wanted) {
-      if (found[key] !== undefined) continue;
-      if (valueIsNext[key] === true) {
-        found[key] = token;
-        left -= 1;
-      } else if ((ENVOY_FLAGS[key] as readonly string[]).includes(token)) valueIsNext[key] = true;
-    }
-    return left === 0;
-  });
   return found;
+}
+
+/** The token after the first of `names` among the container's tokens, read up to it and no further. */
+function valueAfter(container: Container, names: readonly string[]): string | undefined {
+  let flagSeen = false;
+  let value: string | undefined;
+  visitTokens(container, (token) => {
+    if (flagSeen) {
+      value = token;
+      return true;
+    }
+    flagSeen = names.includes(token);
+    return false;
+  });
+  return value;
 }
 
 /** Envoy's bootstrap file, when it is an absolute path. */
