@@ -157,7 +157,11 @@ const NO_VALUES: readonly unknown[] = [];
  * check that every command line written is read back as the settings it was written from.
  */
 export function formatDrainArguments(settings: Partial<DrainArguments>): string[] {
-  const args: string[] = [];
+  return appendDrainArguments([], settings);
+}
+
+/** `formatDrainArguments`, appended to `args`. */
+function appendDrainArguments(args: string[], settings: Partial<DrainArguments>): string[] {
   try {
     for (const [name, spec] of DRAIN_FLAG_ENTRIES) {
       const value = settings[spec.setting];
@@ -180,5 +184,6 @@ export function formatDrainArguments(settings: Partial<DrainArguments>): string[
 
 /** The exec command of Envoy's preStop hook: the installed program, `drain`, and the arguments. */
 export function drainCommand(programPath: string, settings: Partial<DrainArguments>): string[] {
-  return [programPath, DRAIN_SUBCOMMAND, ...formatDrainArguments(settings)];
+  // Appended in place: a spread of the formatted list would copy it through the iteration protocol.
+  return appendDrainArguments([programPath, DRAIN_SUBCOMMAND], settings);
 }

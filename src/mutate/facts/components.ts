@@ -16,7 +16,7 @@ import type { EnvoyArgs } from './envoy-args';
 import { imageName } from './identity';
 import type { ShutdownCommand } from './upstream-commands';
 import type { CarriedSetting, ShutdownSubcommand, UpstreamProgram } from './upstream-flags';
-import { basename } from './words';
+import { isProgram } from './words';
 
 /** A drain setting carried over from the replaced component: its flag's value, or its default at its release. */
 export interface CarriedValue {
@@ -151,19 +151,28 @@ export function tagRelease(image: string): Version | undefined {
   return match ? V(Number(match[1]), Number(match[2]), Number(match[3])) : undefined;
 }
 
+/** Whether one of `words` runs `program`. */
+function namesProgram(words: readonly unknown[] | undefined, program: UpstreamProgram): boolean {
+  if (words === undefined) return false;
+  for (const word of words) if (typeof word === 'string' && isProgram(word, program)) return true;
+  return false;
+}
+
+/** The containers of `list` that run `program`, into `firsts` when named `first`, else into `others`. */
+function sortRunning(list: readonly Container[], program: UpstreamProgram, first: string, firsts: Container[], others: Container[]): void {
+  for (const container of list) {
+    if (namesProgram(container.command, program) || namesProgram(container.args, program)) (container.name === first ? firsts : others).push(container);
+  }
+}
+
 /** The containers that run the component's program, `first` (the replaced command's) before the others. */
 function containersRunning(pod: Pod, program: UpstreamProgram, first: string): Container[] {
-  // Loops rather than spreads of command + args and of the two lists: this runs for every replaced
-  // command, and the intermediate arrays were most of its cost.
-  const names = (words: readonly unknown[] | undefined) => words !== undefined && words.some((word) => typeof word === 'string' && basename(word) === program);
+  // Loops rather than spreads of command + args and of the two lists, and no closure per call: this
+  // runs for every replaced command, and the intermediate arrays were most of its cost.
   const firsts: Container[] = [];
   const others: Container[] = [];
-  for (const list of [pod.spec.containers, pod.spec.initContainers ?? []]) {
-    for (const container of list) {
-      if (!names(container.command) && !names(container.args)) continue;
-      (container.name === first ? firsts : others).push(container);
-    }
-  }
+  sortRunning(pod.spec.containers, program, first, firsts, others);
+  if (pod.spec.initContainers !== undefined) sortRunning(pod.spec.initContainers, program, first, firsts, others);
   return firsts.length === 0 ? others : firsts.concat(others);
 }
 
@@ -181,8 +190,9 @@ function envoyGatewayRangeFromFlags(envoyArgs: EnvoyArgs, commands: readonly Shu
 function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownCommand, commands: readonly ShutdownCommand[]): { range: ReleaseRange } | { unknown: string } {
   const { program } = command;
   const component = COMPONENTS[program];
-  // Image → the containers that run it without a release tag.
-  const seen = new Map<string, string[]>();
+  // Image → the containers that run it without a release tag; made for the first such image (a
+  // release tag usually answers first).
+  let seen: Map<string, string[]> | undefined;
   for (const container of containersRunning(pod, program, command.containerName)) {
     const image = container.image;
     if (image === undefined || !component.images.includes(imageName(image) ?? '')) continue;
@@ -191,13 +201,16 @@ function componentRelease(pod: Pod, envoyArgs: EnvoyArgs, command: ShutdownComma
     if (component.mainIsNewest && imageTag(image) === 'main') {
       return { range: { from: component.checkedUpTo, how: `image tag main of container ${container.name}: the development branch, after ${formatVersion(component.checkedUpTo)}` } };
     }
-    seen.set(image, [...(seen.get(image) ?? []), container.name]);
+    seen ??= new Map();
+    const names = seen.get(image);
+    if (names === undefined) seen.set(image, [container.name]);
+    else names.push(container.name);
   }
   if (program === 'envoy-gateway') {
     const range = envoyGatewayRangeFromFlags(envoyArgs, commands);
     if (range !== undefined) return { range };
   }
-  const described = [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
+  const described = seen === undefined ? [] : [...seen].map(([image, names]) => `${image} (container${names.length > 1 ? 's' : ''} ${names.join(', ')})`);
   const images =
     described.length === 0
       ? `no ${component.name} image with a release tag`

@@ -16,14 +16,19 @@ const EQUALS_FLAG = /^(--[A-Za-z][\w-]*)=([\s\S]*)$/;
  * returns true: a reader that finds its flag early stops there.
  */
 function visitTokens(container: Container, visit: (token: string) => boolean): void {
-  for (const list of [container.command ?? [], container.args ?? []]) {
-    for (const element of list) {
-      if (typeof element !== 'string') continue;
-      // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
-      const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
-      if (split ? visit(split[1] as string) || visit(split[2] as string) : visit(element)) return;
-    }
+  if (!visitListTokens(container.command, visit)) visitListTokens(container.args, visit);
+}
+
+/** `visitTokens` over one list; true when `visit` stopped it. */
+function visitListTokens(list: readonly string[] | undefined, visit: (token: string) => boolean): boolean {
+  if (list === undefined) return false;
+  for (const element of list) {
+    if (typeof element !== 'string') continue;
+    // Only a flag can hold a value; most elements (the program, plain values) are taken as they are.
+    const split = element.startsWith('-') ? (SPACED_FLAG.exec(element) ?? EQUALS_FLAG.exec(element)) : null;
+    if (split ? visit(split[1] as string) || visit(split[2] as string) : visit(element)) return true;
   }
+  return false;
 }
 
 /** A container's command + args split into flag and value tokens. */
@@ -49,28 +54,46 @@ const ENVOY_FLAGS = {
 /** The value of each flag drainguard reads: the token after its first occurrence (`-c X`, `--config-path X`, `--config-path=X`). */
 export type EnvoyArgs = { -readonly [K in keyof typeof ENVOY_FLAGS]?: string };
 
-/** Envoy's flags, read in one pass over its command line. */
+type EnvoyFlag = keyof typeof ENVOY_FLAGS;
+const ENVOY_FLAG_KEYS = Object.keys(ENVOY_FLAGS) as EnvoyFlag[];
+
+/** Whether a string element of `list` contains one of `names`. */
+function mentionsAny(list: readonly string[] | undefined, names: readonly string[]): boolean {
+  if (list === undefined) return false;
+  for (const element of list) {
+    if (typeof element !== 'string') continue;
+    for (const name of names) if (element.includes(name)) return true;
+  }
+  return false;
+}
+
+/** Envoy's flags: each one its command line mentions, read from its tokens. */
 export function readEnvoyArgs(container: Container): EnvoyArgs {
-  // A token is an element or a part of one, so a name that no element contains is not there: most
-  // command lines lack most flags, and one that has none of them is answered without splitting any element.
-  const named = (names: readonly string[]) => (list: readonly string[] | undefined): boolean =>
-    (list ?? []).some((element) => typeof element === 'string' && names.some((name) => element.includes(name)));
-  const wanted = (Object.keys(ENVOY_FLAGS) as (keyof typeof ENVOY_FLAGS)[]).filter((key) => named(ENVOY_FLAGS[key])(container.command) || named(ENVOY_FLAGS[key])(container.args));
   const found: EnvoyArgs = {};
-  if (wanted.length === 0) return found;
-  const valueIsNext = new Set<keyof typeof ENVOY_FLAGS>();
-  let left = wanted.length;
-  visitTokens(container, (token) => {
-    for (const key of wanted) {
-      if (found[key] !== undefined) continue;
-      if (valueIsNext.has(key)) {
-        found[key] = token;
-        left -= 1;
-      } else if ((ENVOY_FLAGS[key] as readonly string[]).includes(token)) valueIsNext.add(key);
-    }
-    return left === 0;
-  });
+  for (const key of ENVOY_FLAG_KEYS) {
+    const names = ENVOY_FLAGS[key];
+    // A token is an element or a part of one, so a name that no element contains is not there: most
+    // command lines lack most flags, and one that has none of them is answered without splitting any element.
+    if (!mentionsAny(container.command, names) && !mentionsAny(container.args, names)) continue;
+    const value = valueAfter(container, names);
+    if (value !== undefined) found[key] = value;
+  }
   return found;
+}
+
+/** The token after the first of `names` among the container's tokens, read up to it and no further. */
+function valueAfter(container: Container, names: readonly string[]): string | undefined {
+  let flagSeen = false;
+  let value: string | undefined;
+  visitTokens(container, (token) => {
+    if (flagSeen) {
+      value = token;
+      return true;
+    }
+    flagSeen = names.includes(token);
+    return false;
+  });
+  return value;
 }
 
 /** Envoy's bootstrap file, when it is an absolute path. */

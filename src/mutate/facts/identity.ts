@@ -6,7 +6,7 @@ import type { Container, Pod } from '../../k8s';
 import { Annotations } from '../parse';
 import { isDrainguardHook } from './hooks';
 import { shutdownManagerCandidates, type SidecarRef } from './sidecars';
-import { basename, commandWords, WHITESPACE_RUN } from './words';
+import { basename, commandWords, WHITESPACE } from './words';
 
 /**
  * The repositories of the images seen lately: a pod's images are read several times (Envoy's evidence,
@@ -134,8 +134,9 @@ export function lookedFor(config: Config): string {
 export function programOf(container: Container): string | undefined {
   const first = container.command !== undefined && container.command.length > 0 ? container.command[0] : container.args?.[0];
   if (typeof first !== 'string' || first === '' || first.startsWith('-')) return undefined;
-  // `envoy -c x` as one element: the program is its first word.
-  return basename(first.split(WHITESPACE_RUN)[0] ?? '');
+  // `envoy -c x` as one element: the program is its first word (found in place, not split off).
+  const space = first.search(WHITESPACE);
+  return basename(space === -1 ? first : first.slice(0, space));
 }
 
 /** The image repository's last path segment: `docker.io/hashicorp/consul-dataplane:1.6` → `consul-dataplane`. */
@@ -145,13 +146,23 @@ export function imageName(image: string | undefined): string | undefined {
   return repository.slice(repository.lastIndexOf('/') + 1);
 }
 
+/** Whether `args` begins with one of `prefixes`. Loops, not closures: it is asked of every container. */
+function startsWithAny(args: readonly string[], prefixes: readonly (readonly string[])[]): boolean {
+  for (const prefix of prefixes) {
+    let matches = true;
+    for (let i = 0; i < prefix.length && matches; i += 1) matches = args[i] === prefix[i];
+    if (matches) return true;
+  }
+  return false;
+}
+
 function supervisorOf(container: Container, program: string | undefined): { supervisor: Supervisor; found: string } | undefined {
   const image = imageName(container.image);
   const args = container.command === undefined || container.command.length === 0 ? (container.args ?? []) : [];
   for (const supervisor of SUPERVISORS) {
     if (program !== undefined && supervisor.programs.includes(program)) return { supervisor, found: `container ${container.name} runs ${program}` };
     if (image !== undefined && supervisor.images.includes(image)) return { supervisor, found: `container ${container.name} runs the image ${container.image}` };
-    if (supervisor.firstArguments?.some((words) => words.every((word, i) => args[i] === word))) {
+    if (supervisor.firstArguments !== undefined && startsWithAny(args, supervisor.firstArguments)) {
       return { supervisor, found: `container ${container.name} runs its image's entrypoint with ${args.slice(0, 2).join(' ')}` };
     }
   }
@@ -205,7 +216,9 @@ export function findEnvoy(
   }
   let chosen: { index: number; evidence: string } | undefined;
   let supervised: { container: string; supervisor: Supervisor; found: string } | undefined;
-  for (const [index, container] of containers.entries()) {
+  // Indexed: an `entries()` iterator allocates a pair per container.
+  for (let index = 0; index < containers.length; index += 1) {
+    const container = containers[index] as Container;
     const program = programOf(container);
     const supervisor = supervisorOf(container, program);
     if (supervisor !== undefined) {

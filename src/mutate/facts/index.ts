@@ -136,7 +136,8 @@ function readEnvoyPod(
   const commands = shutdownCommands(container, sidecarRefs);
   const components = readComponents(pod, args, commands);
   const bootstrapCommands = contourBootstrapCommands(pod);
-  const readPreStops = new Set(commands.filter((command) => command.place === 'preStop').map((command) => command.containerName));
+  const readPreStops = new Set<string>();
+  for (const command of commands) if (command.place === 'preStop') readPreStops.add(command.containerName);
   const sidecars = sidecarRefs.map(({ list, index, container: sidecar, flavor }): Sidecar => {
     const lifecycle = sidecar.lifecycle;
     const preStop = lifecycle?.preStop;

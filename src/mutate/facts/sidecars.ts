@@ -4,7 +4,7 @@
  */
 import type { Config } from '../../config/types';
 import type { Container, Pod } from '../../k8s';
-import { basename, commandWords } from './words';
+import { commandWords, isProgram } from './words';
 
 /** Which project's shutdown-manager this is: each has a known admin address default. */
 export type SidecarFlavor = 'contour' | 'envoy-gateway' | 'unknown';
@@ -28,16 +28,29 @@ function sidecarFlavor(container: Container): SidecarFlavor {
   const words = commandWords(container);
   for (let i = 0; i + 2 < words.length; i += 1) {
     if (words[i + 1] === 'envoy' && words[i + 2] === 'shutdown-manager') {
-      const program = basename(words[i] as string);
-      if (program === 'envoy-gateway') return 'envoy-gateway';
-      if (program === 'contour') return 'contour';
+      const program = words[i] as string;
+      if (isProgram(program, 'envoy-gateway')) return 'envoy-gateway';
+      if (isProgram(program, 'contour')) return 'contour';
     }
   }
   return 'unknown';
 }
 
+/**
+ * Whether a string element of `list` holds `shutdown-manager`, or `list` has an element that is no
+ * string. The joined command line can only hold `envoy shutdown-manager` when one element holds
+ * `shutdown-manager` (the join adds nothing but spaces), so most containers are answered unjoined.
+ */
+function mayMentionShutdownManager(list: readonly unknown[] | undefined): boolean {
+  if (list === undefined) return false;
+  for (const element of list) if (typeof element !== 'string' || element.includes('shutdown-manager')) return true;
+  return false;
+}
+
 function isShutdownManager(container: Container, config: Config): boolean {
-  return container.name === config.shutdownManagerContainerName || commandLine(container).includes('envoy shutdown-manager');
+  if (container.name === config.shutdownManagerContainerName) return true;
+  if (!mayMentionShutdownManager(container.command) && !mayMentionShutdownManager(container.args)) return false;
+  return commandLine(container).includes('envoy shutdown-manager');
 }
 
 /** Every container that is a shutdown-manager unless it is Envoy itself, containers first. */

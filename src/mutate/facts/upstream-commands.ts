@@ -11,7 +11,7 @@ import type { Container, Pod } from '../../k8s';
 import { loopbackAddressFor } from './envoy-args';
 import type { SidecarRef } from './sidecars';
 import { flagMeaning, type FlagMeaning, type ShutdownSubcommand, type UpstreamProgram } from './upstream-flags';
-import { basename } from './words';
+import { isProgram } from './words';
 
 type UpstreamSubcommand = ShutdownSubcommand | 'bootstrap';
 
@@ -68,8 +68,9 @@ function describeCommand(program: UpstreamProgram, subcommand: UpstreamSubcomman
 export const CONTOUR_TCP_ADMIN_PORT = 9001;
 
 function programOf(word: string | undefined): UpstreamProgram | undefined {
-  const program = basename(word ?? '');
-  return program === 'contour' || program === 'envoy-gateway' ? program : undefined;
+  if (word === undefined) return undefined;
+  if (isProgram(word, 'contour')) return 'contour';
+  return isProgram(word, 'envoy-gateway') ? 'envoy-gateway' : undefined;
 }
 
 /** Where the subcommand's words end, and which subcommand it is; one pass over the arguments. */
@@ -152,9 +153,12 @@ function readCommand(argv: readonly string[], containerName: string, place: Comm
   if (found === undefined) return undefined;
   const { program, subcommand } = found;
   const flags = parseFlags(argv, found.end);
-  const reading = { program, containerName, place, where: describeCommand(program, subcommand, containerName, place), admin: adminFlags(flags) };
-  if (subcommand === 'bootstrap') return { ...reading, subcommand, flags };
-  return { ...reading, subcommand, flags: flags.map((flag) => ({ ...flag, meaning: flagMeaning(program, subcommand, flag.name, flag.value) })) };
+  const where = describeCommand(program, subcommand, containerName, place);
+  const admin = adminFlags(flags);
+  if (subcommand === 'bootstrap') return { program, containerName, place, where, admin, subcommand, flags };
+  const meant: ShutdownFlag[] = [];
+  for (const { name, value, text } of flags) meant.push({ name, value, text, meaning: flagMeaning(program, subcommand, name, value) });
+  return { program, containerName, place, where, admin, subcommand, flags: meant };
 }
 
 /** The string elements of the lists, in order: a hand-written pod may hold anything. */
@@ -171,12 +175,10 @@ function stringsOf(...lists: (readonly unknown[] | undefined)[]): string[] {
 export function shutdownCommands(envoy: Container, sidecars: readonly SidecarRef[]): ShutdownCommand[] {
   const found: ShutdownCommand[] = [];
   for (const { container } of sidecars) {
-    for (const command of [
-      readCommand(stringsOf(container.lifecycle?.preStop?.exec?.command), container.name, 'preStop'),
-      readCommand(stringsOf(container.command, container.args), container.name, 'command'),
-    ]) {
-      if (command !== undefined && command.subcommand !== 'bootstrap') found.push(command);
-    }
+    const preStop = readCommand(stringsOf(container.lifecycle?.preStop?.exec?.command), container.name, 'preStop');
+    if (preStop !== undefined && preStop.subcommand !== 'bootstrap') found.push(preStop);
+    const command = readCommand(stringsOf(container.command, container.args), container.name, 'command');
+    if (command !== undefined && command.subcommand !== 'bootstrap') found.push(command);
   }
   const own = readCommand(stringsOf(envoy.lifecycle?.preStop?.exec?.command), envoy.name, 'preStop');
   if (own !== undefined && own.subcommand === 'shutdown') found.push(own);

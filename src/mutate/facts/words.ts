@@ -6,8 +6,17 @@ export function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
-const WHITESPACE = /\s/;
-export const WHITESPACE_RUN = /\s+/;
+/**
+ * Whether `path` runs `program` (a name without `/`): `basename(path) === program`, without slicing a
+ * copy of the name. The readings ask it of every word of every command line.
+ */
+export function isProgram(path: string, program: string): boolean {
+  const start = path.length - program.length;
+  return path.endsWith(program) && (start === 0 || path.charCodeAt(start - 1) === 47 /* '/' */);
+}
+
+export const WHITESPACE = /\s/;
+const WHITESPACE_RUN = /\s+/;
 
 /**
  * The words of the container's command line: its elements, each split at whitespace (one element may

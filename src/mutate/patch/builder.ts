@@ -31,9 +31,11 @@ export type PathSegment = string | number;
  */
 export function escapeSegment(segment: PathSegment): string {
   if (typeof segment === 'number') return String(segment);
-  // Almost every field name has neither character: skip the two replace passes.
-  if (segment.indexOf('~') === -1 && segment.indexOf('/') === -1) return segment;
-  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+  // Almost every field name has neither character: skip the replace passes. An annotation or label
+  // key has a `/` and no `~`: one pass, of a string rather than a regular expression.
+  const tilde = segment.indexOf('~') !== -1;
+  if (!tilde && segment.indexOf('/') === -1) return segment;
+  return (tilde ? segment.replaceAll('~', '~0') : segment).replaceAll('/', '~1');
 }
 
 export function toPointer(segments: readonly PathSegment[]): string {

@@ -32,7 +32,7 @@ const STEPS: readonly Step[] = [
     action: 'resource-requests',
     write: (plan, builder) => {
       for (const { list, index, additions, hasRequests } of plan.requests) {
-        const requestsPath = [...containerPath({ list, index }), 'resources', 'requests'];
+        const requestsPath = ['spec', list, index, 'resources', 'requests'];
         if (!hasRequests) builder.set(requestsPath, additions);
         else for (const [resource, value] of Object.entries(additions)) builder.set([...requestsPath, resource], value);
       }
@@ -207,9 +207,14 @@ export function applySteps(pod: Pod, plan: Protect): { builder: PatchBuilder; ac
   }
   // 9. the status annotation: what this pass and the earlier ones did, in step order. Unchanged when a
   //    re-invocation found everything in place, so such a pass adds no operation at all.
-  const recorded = new Set<string>([...plan.previousActions, ...actions]);
-  for (const step of STEPS) if (step.retracts?.(plan) === true) recorded.delete(step.action);
-  const value = statusValue(STEPS.map((step) => step.action).filter((action) => recorded.has(action)));
+  //    In step order, less what this pass takes back. Looked up in the two short lists rather than
+  //    merged into a Set: there are a dozen steps, and a pass records a dozen actions at most.
+  const recorded: MutationAction[] = [];
+  for (const step of STEPS) {
+    const { action } = step;
+    if ((actions.includes(action) || plan.previousActions.includes(action)) && step.retracts?.(plan) !== true) recorded.push(action);
+  }
+  const value = statusValue(recorded);
   if (builder.draft.metadata?.annotations?.[Annotations.status] === value) return { builder, actions };
   builder.set(['metadata', 'annotations', Annotations.status], value);
   return { builder, actions: [...actions, 'status'] };

@@ -42,18 +42,21 @@ function replacedCommands(commands: readonly ShutdownCommandFacts[], mode: Sidec
 }
 
 function flagValues(replaced: readonly ShutdownCommandFacts[], values: CarriedSettings['values'], warnings: string[]): DroppedFlag[] {
-  const unknown = new Set<string>();
-  const noEffect = new Map<string, DroppedFlag>();
+  // Made for the first flag that needs them: most replaced commands carry no such flag, or none at all.
+  let unknown: Set<string> | undefined;
+  let noEffect: Map<string, DroppedFlag> | undefined;
   for (const command of replaced) {
     const countsFromStart = command.program === 'envoy-gateway';
     for (const flag of command.flags) {
       const { meaning } = flag;
-      const from = `${flag.text} of ${command.where}`;
       // Each flag once per container, even when the sidecar's command line and its preStop both carry it.
-      if (meaning.kind === 'unknown') unknown.add(`container ${command.containerName}: sidecar flag ${flag.text} dropped: not a flag drainguard knows, so it cannot keep what it did`);
-      else if (meaning.kind === 'no-effect') noEffect.set(`${command.containerName} ${flag.text}`, { container: command.containerName, flag: flag.text, reason: meaning.reason });
-      else if (meaning.kind === 'unreadable-setting') warnings.push(`${from}: ${meaning.problem}; ignored`);
+      if (meaning.kind === 'unknown') {
+        (unknown ??= new Set()).add(`container ${command.containerName}: sidecar flag ${flag.text} dropped: not a flag drainguard knows, so it cannot keep what it did`);
+      } else if (meaning.kind === 'no-effect') {
+        (noEffect ??= new Map()).set(`${command.containerName} ${flag.text}`, { container: command.containerName, flag: flag.text, reason: meaning.reason });
+      } else if (meaning.kind === 'unreadable-setting') warnings.push(`${flag.text} of ${command.where}: ${meaning.problem}; ignored`);
       else if (meaning.kind === 'setting') {
+        const from = `${flag.text} of ${command.where}`;
         const earlier = values[meaning.setting];
         if (earlier !== undefined) {
           if (earlier.value !== meaning.value) warnings.push(`${from} disagrees with ${earlier.from}; the first is used`);
@@ -65,31 +68,42 @@ function flagValues(replaced: readonly ShutdownCommandFacts[], values: CarriedSe
     }
   }
   // One warning per flag: a list in one warning would lose its end to the API server's 256-character cut.
-  for (const warning of unknown) warnings.push(warning);
-  return [...noEffect.values()];
+  if (unknown !== undefined) for (const warning of unknown) warnings.push(warning);
+  return noEffect === undefined ? [] : Array.from(noEffect.values());
+}
+
+// Loops rather than `some` with a closure: these run for every default of every replaced command.
+function hasNamed(releases: readonly ComponentRelease[], name: string): boolean {
+  for (const release of releases) if (release.name === name) return true;
+  return false;
+}
+
+function hasSetting(undetermined: readonly UndeterminedDefault[], setting: CarriedSetting): boolean {
+  for (const one of undetermined) if (one.setting === setting) return true;
+  return false;
 }
 
 /** The settings the replaced commands give: their flags, then their components' defaults at their releases. */
 export function carriedSettings(commands: readonly ShutdownCommandFacts[], mode: SidecarMode): CarriedSettings {
   const replaced = replacedCommands(commands, mode);
-  const fromFlags: CarriedSettings['values'] = {};
+  // The flags' settings first; a default only fills a setting no flag gave (nor an earlier default).
+  const values: CarriedSettings['values'] = {};
   const warnings: string[] = [];
-  const dropped = flagValues(replaced, fromFlags, warnings);
-  const defaults: CarriedSettings['values'] = {};
+  const dropped = flagValues(replaced, values, warnings);
   const undetermined: UndeterminedDefault[] = [];
   const releases: ComponentRelease[] = [];
   for (const { component } of replaced) {
     if (component === undefined) continue;
-    if (!releases.some((release) => release.name === component.release.name)) releases.push(component.release);
+    if (!hasNamed(releases, component.release.name)) releases.push(component.release);
     for (const entry of component.defaults) {
       // A flag given but unreadable is ignored (with a warning): the default stands for it.
-      if (fromFlags[entry.setting] !== undefined || defaults[entry.setting] !== undefined) continue;
+      if (values[entry.setting] !== undefined) continue;
       const reading = entry.read();
-      if ('value' in reading) defaults[entry.setting] = reading.value;
-      else if (!undetermined.some((u) => u.setting === entry.setting)) undetermined.push(reading.undetermined);
+      if ('value' in reading) values[entry.setting] = reading.value;
+      else if (!hasSetting(undetermined, entry.setting)) undetermined.push(reading.undetermined);
     }
   }
-  return { values: { ...defaults, ...fromFlags }, warnings, dropped, undetermined, releases };
+  return { values, warnings, dropped, undetermined, releases };
 }
 
 /**

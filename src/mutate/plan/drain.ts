@@ -2,7 +2,7 @@
  * The drain hook: Envoy's preStop runs the installed drain program with the planned settings. Only
  * Envoy's own termination drains Envoy: no sidecar, no file handshake, no listening socket.
  */
-import { drainCommand, terminationMessagePathProblem } from '../../drain-contract';
+import { drainCommand, terminationMessagePathProblem, type DrainArguments } from '../../drain-contract';
 import type { LifecycleHandler } from '../../k8s';
 import type { EnvoyContainer } from '../facts';
 import type { ResolvedAdmin } from './admin';
@@ -37,7 +37,7 @@ export function drainHook(
   settings: { admin: ResolvedAdmin; timing: DrainTiming; excluded: readonly ExcludedListener[]; recordPath: string | undefined },
 ): LifecycleHandler {
   const { admin, timing, excluded, recordPath } = settings;
-  const command = drainCommand(program, {
+  const drainSettings: Partial<DrainArguments> = {
     admin: admin.address,
     deadlineMs: timing.deadlineSeconds * 1000,
     drainDelayMs: timing.drainDelaySeconds * 1000,
@@ -45,8 +45,9 @@ export function drainHook(
     minConnections: timing.minConnections,
     pollIntervalMs: timing.pollIntervalSeconds * 1000,
     excludeListeners: excluded.map((listener) => listenerExclusionPattern(listener.port)),
-    ...(recordPath === undefined ? {} : { terminationMessagePath: recordPath }),
-  });
+  };
+  if (recordPath !== undefined) drainSettings.terminationMessagePath = recordPath;
+  const command = drainCommand(program, drainSettings);
   // Replacing the whole handler drops the old httpGet/exec/sleep, so exactly one handler remains.
   return { exec: { command } };
 }

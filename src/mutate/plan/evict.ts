@@ -6,14 +6,17 @@ import type { PlannedInstaller } from './installer';
 export function mergedVolumeList(existing: string | undefined, names: readonly string[]): string {
   // A Set keeps insertion order: linear however many names the annotation or the pod holds.
   const merged = new Set<string>();
-  const add = (name: string) => {
+  // The annotation's names, then the pod's, without spreading both into a third list.
+  if (existing !== undefined) addTrimmed(merged, existing.split(','));
+  addTrimmed(merged, names);
+  return Array.from(merged).join(',');
+}
+
+function addTrimmed(merged: Set<string>, names: readonly string[]): void {
+  for (const name of names) {
     const trimmed = name.trim();
     if (trimmed !== '') merged.add(trimmed);
-  };
-  // The annotation's names, then the pod's, without spreading both into a third list.
-  if (existing !== undefined) for (const name of existing.split(',')) add(name);
-  for (const name of names) add(name);
-  return Array.from(merged).join(',');
+  }
 }
 
 /** What the annotation becomes: a new list, gone (it listed only drainguard's replaced emptyDir), or unchanged (undefined). */

@@ -127,7 +127,8 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
   // The warnings in the order the user reads them (the goldens record it): what the drain's numbers
   // and admin address became, what a later change undid of an earlier pass (restored now), what the
   // replaced sidecar's flags and defaults became, then what the changes themselves need.
-  const warnings = pod.annotations.warnings.concat(
+  const warnings = joined(
+    pod.annotations.warnings,
     timing.warnings,
     adminWarnings,
     hook.undoneSinceLastPass,
@@ -170,6 +171,16 @@ function planEnvoyPod(pod: EnvoyPod, config: Config): Plan {
     }),
     warnings,
   };
+}
+
+/**
+ * The lists in order, in one new list: a loop, where `concat` of fifteen lists, almost all empty, goes
+ * through the runtime for each (and checks each for Symbol.isConcatSpreadable).
+ */
+function joined(...lists: readonly (readonly string[])[]): string[] {
+  const all: string[] = [];
+  for (const list of lists) for (const item of list) all.push(item);
+  return all;
 }
 
 function otherDelivery(config: Config): Config['installer']['delivery'] {

@@ -44,16 +44,33 @@ const ENVOY_GATEWAY_LISTENERS: readonly ShapeListener[] = [
  * and leaving it out keeps the hook identical when drainguard's own liveness probe targets it.
  */
 function excludedListeners(hints: readonly PortHint[], shape: readonly ShapeListener[], adminPort: number | undefined): ExcludedListener[] {
-  const found = new Map<number, string[]>();
-  const note = (port: number | undefined, reason: string) => {
-    if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535 || port === adminPort) return;
-    const reasons = found.get(port);
-    if (reasons === undefined) found.set(port, [reason]);
-    else if (!reasons.includes(reason)) reasons.push(reason);
-  };
-  for (const hint of hints) note(hint.port, hint.reason);
-  for (const listener of shape) note(listener.port, listener.reason);
-  return [...found].map(([port, reasons]) => ({ port, reasons })).sort((a, b) => a.port - b.port);
+  // Each listener is the map's value itself: no closure, entry pairs or mapped copy per call.
+  const found = new Map<number, ExcludedListener>();
+  for (const hint of hints) noteListener(found, hint.port, hint.reason, adminPort);
+  for (const listener of shape) noteListener(found, listener.port, listener.reason, adminPort);
+  const listeners = Array.from(found.values());
+  return inPortOrder(listeners) ? listeners : listeners.sort(byPort);
+}
+
+/**
+ * Whether the listeners are already sorted by port, as they usually come (a probe port, then the
+ * project's): Array.prototype.sort allocates its work state even for two elements.
+ */
+function inPortOrder(listeners: readonly ExcludedListener[]): boolean {
+  for (let i = 1; i < listeners.length; i += 1) if ((listeners[i - 1] as ExcludedListener).port > (listeners[i] as ExcludedListener).port) return false;
+  return true;
+}
+
+/** `port` into `found` with `reason`, unless it is no listener port or the admin's. */
+function noteListener(found: Map<number, ExcludedListener>, port: number | undefined, reason: string, adminPort: number | undefined): void {
+  if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535 || port === adminPort) return;
+  const listener = found.get(port);
+  if (listener === undefined) found.set(port, { port, reasons: [reason] });
+  else if (!listener.reasons.includes(reason)) listener.reasons.push(reason);
+}
+
+function byPort(a: ExcludedListener, b: ExcludedListener): number {
+  return a.port - b.port;
 }
 
 /**

@@ -130,10 +130,13 @@ function pick(
 ): Picked {
   if (annotation?.value !== undefined) return { value: annotation.value, source: { origin: 'annotation', detail: `the ${annotation.key} annotation` } };
   if (previous !== undefined) return { value: previous.value, source: { origin: 'drainguard-hook', detail: previous.detail } };
-  const carried = (value: CarriedValue): Picked => ({ value: value.value, source: { origin: value.origin, detail: withAdjustments(value.from, value.adjustments) } });
   if (sidecar?.origin === 'sidecar-flag') return carried(sidecar);
   if (setting.set || sidecar === undefined) return fromConfiguration(setting);
   return carried(sidecar);
+}
+
+function carried(value: CarriedValue): Picked {
+  return { value: value.value, source: { origin: value.origin, detail: withAdjustments(value.from, value.adjustments) } };
 }
 
 /**
@@ -164,7 +167,10 @@ function deadline(graceSeconds: number, inputs: DrainInputs, config: Config, war
   if (previous !== undefined) {
     return previous.value < value ? { value: previous.value, source: { origin: 'drainguard-hook', detail: `${previous.detail}, shorter than ${detail}` } } : fromGrace;
   }
-  const bounds = [inputs.sidecar.drainTimeoutSeconds, inputs.sidecar.readyTimeoutSeconds].filter((bound): bound is CarriedValue => bound !== undefined);
+  const { drainTimeoutSeconds, readyTimeoutSeconds } = inputs.sidecar;
+  // Most pods carry neither bound: no lists are made for them.
+  if (drainTimeoutSeconds === undefined && readyTimeoutSeconds === undefined) return fromGrace;
+  const bounds = [drainTimeoutSeconds, readyTimeoutSeconds].filter((bound): bound is CarriedValue => bound !== undefined);
   const tightest = bounds.reduce<CarriedValue | undefined>((best, bound) => (best === undefined || bound.value < best.value ? bound : best), undefined);
   if (tightest !== undefined && tightest.value < value) {
     return { value: tightest.value, source: { origin: tightest.origin, detail: withAdjustments(`${tightest.from}, shorter than ${detail}`, tightest.adjustments) } };
