@@ -44,7 +44,8 @@ const MAX_CHUNK_LINE_BYTES = 4096;
 /** Chunk sizes and lengths above 2^53 cannot be counted exactly: nothing legitimate is that large. */
 const MAX_HEX_DIGITS = 13;
 
-class ProtocolError extends Error {}
+/** An answer that is not well-formed HTTP/1.1 (or exceeds the parser's limits). */
+export class ProtocolError extends Error {}
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -57,6 +58,15 @@ type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'ch
  */
 export class ResponseParser<T> {
   status = 0;
+  /**
+   * The connection may carry another request once the answer is complete: HTTP/1.1 without
+   * `Connection: close` (1.0 only with `keep-alive`), a body framed by its length or its chunks, read
+   * to its end. (The drain program opens a connection per request; the lean Kubernetes client of
+   * src/kube-api keeps them.)
+   */
+  keepAlive = true;
+  /** How many bytes of the last `feed` belonged to this answer: all of them until it completed. */
+  used = 0;
   private phase: 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done' = 'head';
   private head = new Uint8Array(1024);
   private headLength = 0;
@@ -107,6 +117,7 @@ export class ResponseParser<T> {
           break;
       }
     }
+    this.used = i;
     return this.phase === 'done';
   }
 
@@ -123,6 +134,8 @@ export class ResponseParser<T> {
   private deliver(bytes: Uint8Array): boolean {
     if (bytes.length === 0) return true;
     if (this.reader.push(bytes)) return true;
+    // The rest of the body is still on the connection.
+    this.keepAlive = false;
     this.phase = 'done';
     return false;
   }
@@ -152,17 +165,19 @@ export class ResponseParser<T> {
   private parseHead(text: string): void {
     const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
     while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-    const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: .*)?$/.exec(lines[0] ?? '');
+    const statusLine = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: .*)?$/.exec(lines[0] ?? '');
     if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify((lines[0] ?? '').slice(0, 80))}`);
-    this.status = Number(statusLine[1]);
+    this.status = Number(statusLine[2]);
     if (this.status < 200) throw new ProtocolError(`unexpected interim answer ${this.status}`);
     let transferEncoding: string | undefined;
     let contentLength: string | undefined;
+    let connection = '';
     for (const line of lines.slice(1)) {
       const header = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/.exec(line);
       if (!header) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
       const name = (header[1] as string).toLowerCase();
       const value = header[2] as string;
+      if (name === 'connection') connection += `${value.toLowerCase()},`;
       if (name === 'transfer-encoding') transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
       if (name === 'content-length') {
         if (contentLength !== undefined && contentLength !== value) throw new ProtocolError('conflicting Content-Length headers');
@@ -179,6 +194,8 @@ export class ResponseParser<T> {
       if (!/^\d{1,15}$/.test(contentLength)) throw new ProtocolError(`invalid Content-Length ${JSON.stringify(contentLength.slice(0, 40))}`);
       this.framing = { kind: 'length', left: Number(contentLength) };
     }
+    const tokens = connection.split(',').map((token) => token.trim());
+    this.keepAlive = (statusLine[1] === '1' ? !tokens.includes('close') : tokens.includes('keep-alive')) && this.framing.kind !== 'close';
     switch (this.framing.kind) {
       case 'none':
         this.phase = 'done';
