@@ -10,11 +10,13 @@
  * requests go over connections of this client's own (./connections.ts); an answer is handed on as
  * text, or as chunks as they arrive (./json-stream.ts), so a list is never held whole.
  *
- * Credentials are applied per request by client-node (`KubeConfig.applyToHTTPSOptions`: tokens read
- * again as they rotate, exec plugins, OIDC, client certificates). Connections are made with the TLS
- * settings that call returns and are replaced when those change (a rotated CA or client certificate).
- * A cluster reached through a proxy (`proxy-url`) is served by node:https with client-node's proxy agent.
+ * Credentials are applied by client-node (`KubeConfig.applyToHTTPSOptions`: tokens read again as they
+ * rotate, exec plugins, OIDC, client certificates), at most once a second (CREDENTIALS_REUSE_MS) and
+ * again after a 401. Connections are made with the TLS settings that call returns and are replaced
+ * when those change (a rotated CA or client certificate). A cluster reached through a proxy
+ * (`proxy-url`) is served by node:https with client-node's proxy agent.
  */
+import { performance } from 'node:perf_hooks';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { KeptAliveConnections, ProxiedRequests, type AppliedOptions, type Receive, type Transport } from './connections';
 import { ApiFailure } from './failure';
@@ -42,16 +44,40 @@ export interface StreamOptions {
  */
 export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Credentials once applied serve the requests of the next second. client-node reads the CA, client
+ * certificate and key files again on every call (a file read each, and a comparison of their bytes
+ * here), for changes that come rarely and need not be seen at once: the kubelet rotates a projected
+ * ServiceAccount token long before it expires, and client-node itself reads a token file again only
+ * every 60 s, as client-go does. A 401 drops them at once.
+ */
+export const CREDENTIALS_REUSE_MS = 1000;
+
+/** Credentials as applied, and the headers they make. */
+interface Credentials {
+  options: AppliedOptions;
+  headers: Readonly<Record<string, string>>;
+}
+
+export interface KubeApiClientOptions {
+  /** How long applied credentials serve requests (ms); CREDENTIALS_REUSE_MS unless a test needs another. */
+  credentialsReuseMs?: number;
+}
+
 export class KubeApiClient {
   /** The server's path prefix (a server URL may carry one), without its trailing slash. */
   private readonly prefix: string;
   private readonly transport: Transport;
+  private readonly credentialsReuseMs: number;
+  private credentials: { applied: Promise<Credentials>; atMs: number } | undefined;
 
   /** `timeoutMs`: a request with nothing received for this long fails (a silent API server never hangs a call). */
   constructor(
     private readonly kubeConfig: k8s.KubeConfig,
     private readonly timeoutMs: number,
+    { credentialsReuseMs = CREDENTIALS_REUSE_MS }: KubeApiClientOptions = {},
   ) {
+    this.credentialsReuseMs = credentialsReuseMs;
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster?.server) throw new Error('the kubeconfig names no cluster server');
     let server: URL;
@@ -95,13 +121,13 @@ export class KubeApiClient {
   private async send(method: string, path: string, payload: string | undefined, contentType: string | undefined, receive: Receive, { signal, idleTimeoutMs = this.timeoutMs }: StreamOptions): Promise<number> {
     const what = `${method} ${path}`;
     if (signal?.aborted) return 0;
-    const options: AppliedOptions = {};
-    await this.kubeConfig.applyToHTTPSOptions(options as Parameters<k8s.KubeConfig['applyToHTTPSOptions']>[0]);
-    const headers: Record<string, string> = { 'User-Agent': 'drainguard', Accept: 'application/json' };
-    for (const name in options.headers) headers[name] = String(options.headers[name]);
-    // As node:https turns its `auth` option into the header.
-    if (options.auth !== undefined) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
-    if (payload !== undefined) headers['Content-Type'] = contentType ?? 'application/json';
+    let credentials: Credentials;
+    try {
+      credentials = await this.currentCredentials();
+    } catch (error) {
+      throw new ApiFailure(`${what}: the kubeconfig's credentials could not be applied: ${describe(error)}`, undefined, { cause: error });
+    }
+    const { options, headers } = credentials;
     /** What `receive` threw: rejected as it is, not as a failure of the request. */
     let refused: { error: unknown } | undefined;
     const guarded: Receive = (chunk, ok) => {
@@ -112,12 +138,41 @@ export class KubeApiClient {
         throw error;
       }
     };
+    let status: number;
     try {
-      return await this.transport.send({ method, target: this.prefix + path, headers, payload }, options, guarded, idleTimeoutMs, signal);
+      status = await this.transport.send({ method, target: this.prefix + path, headers, payload, contentType: contentType ?? 'application/json' }, options, guarded, idleTimeoutMs, signal);
     } catch (error) {
       if (refused?.error === error || error instanceof ApiFailure) throw error;
       throw new ApiFailure(`${what}: ${describe(error)}`, undefined, { cause: error });
     }
+    // Credentials the server refused (a token rotated or expired): the next request applies them anew.
+    if (status === 401) this.credentials = undefined;
+    return status;
+  }
+
+  /** The credentials applied within the last CREDENTIALS_REUSE_MS, or applied now. */
+  private currentCredentials(): Promise<Credentials> {
+    const now = performance.now();
+    if (this.credentials === undefined || now - this.credentials.atMs >= this.credentialsReuseMs) {
+      const applied = this.applyCredentials();
+      const entry = { applied, atMs: now };
+      this.credentials = entry;
+      // A failure (an exec plugin that failed, a file that is gone) is not kept: the next request tries again.
+      applied.catch(() => {
+        if (this.credentials === entry) this.credentials = undefined;
+      });
+    }
+    return this.credentials.applied;
+  }
+
+  private async applyCredentials(): Promise<Credentials> {
+    const options: AppliedOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(options as Parameters<k8s.KubeConfig['applyToHTTPSOptions']>[0]);
+    const headers: Record<string, string> = { 'User-Agent': 'drainguard', Accept: 'application/json' };
+    for (const name in options.headers) headers[name] = String(options.headers[name]);
+    // As node:https turns its `auth` option into the header.
+    if (options.auth !== undefined) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    return { options, headers };
   }
 }
 

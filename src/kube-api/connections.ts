@@ -33,9 +33,11 @@ export interface OutgoingRequest {
   method: string;
   /** Origin-form: the server's own path prefix, then the call's path and query. */
   target: string;
-  /** Every header but Host and Content-Length, which the transport adds. */
-  headers: Record<string, string>;
+  /** Every header but Host, Content-Type and Content-Length; shared by requests (never changed), so a transport may keep what it made of them. */
+  headers: Readonly<Record<string, string>>;
   payload: string | undefined;
+  /** The payload's type. */
+  contentType: string;
 }
 
 /** Receives the answer's body as it arrives; `ok` when the status is 2xx. A throw ends the request with that error. */
@@ -62,21 +64,27 @@ const HEADER_VALUE_CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
 const TARGET = /^\/[\x21-\x7e]*$/;
 
 /**
- * A request's head and body as one string (the head is ASCII but for what a header value may hold,
- * sent as UTF-8 as Go's client sends it). Throws for a target or header that HTTP cannot carry:
- * credentials from a kubeconfig are the only input from outside.
+ * Header lines (`name: value` CRLF each) for a request's head, sent as UTF-8 as Go's client sends
+ * them. Throws for a header HTTP cannot carry: credentials from a kubeconfig are the only input from
+ * outside.
  */
-export function formatRequest(request: OutgoingRequest, host: string): string {
-  if (!TARGET.test(request.target)) throw new Error(`the request target ${JSON.stringify(request.target.slice(0, 200))} is not a printable origin-form path`);
-  let head = `${request.method} ${request.target} HTTP/1.1\r\nHost: ${host}\r\n`;
-  for (const name in request.headers) {
-    const value = request.headers[name] as string;
+export function headerLines(headers: Readonly<Record<string, string>>): string {
+  let lines = '';
+  for (const name in headers) {
+    const value = headers[name] as string;
     if (!TOKEN.test(name)) throw new Error(`the request header name ${JSON.stringify(name.slice(0, 80))} is not an HTTP token`);
     if (HEADER_VALUE_CONTROL.test(value)) throw new Error(`the request header ${JSON.stringify(name)} holds a line break or another control character, which HTTP cannot carry`);
-    head += `${name}: ${value}\r\n`;
+    lines += `${name}: ${value}\r\n`;
   }
+  return lines;
+}
+
+/** A request's head and body as one string; `lines` are its headers' (headerLines). Throws for a target HTTP cannot carry. */
+export function formatRequest(request: OutgoingRequest, host: string, lines: string): string {
+  if (!TARGET.test(request.target)) throw new Error(`the request target ${JSON.stringify(request.target.slice(0, 200))} is not a printable origin-form path`);
+  const head = `${request.method} ${request.target} HTTP/1.1\r\nHost: ${host}\r\n${lines}`;
   if (request.payload === undefined) return `${head}\r\n`;
-  return `${head}Content-Length: ${Buffer.byteLength(request.payload)}\r\n\r\n${request.payload}`;
+  return `${head}Content-Type: ${request.contentType}\r\nContent-Length: ${Buffer.byteLength(request.payload)}\r\n\r\n${request.payload}`;
 }
 
 function sameTls(a: TlsSettings, b: TlsSettings): boolean {
@@ -188,11 +196,14 @@ export class KeptAliveConnections implements Transport {
   private readonly idle: Connection[] = [];
   private readonly open = new Set<Connection>();
   private tls: TlsSettings | undefined;
+  private optionsSeen: AppliedOptions | undefined;
   private readonly host: string;
   private readonly port: number;
   private readonly secure: boolean;
   /** `host[:port]` as the Host header carries it. */
   private readonly hostHeader: string;
+  /** The header lines of the last headers object sent (the client's are the same object until its credentials change). */
+  private lines: { headers: Readonly<Record<string, string>>; text: string } | undefined;
 
   constructor(server: URL) {
     this.secure = server.protocol === 'https:';
@@ -211,8 +222,9 @@ export class KeptAliveConnections implements Transport {
    * decide (the reporter's Events have fixed names, so its retry gets a 409 for one that was created).
    */
   async send(request: OutgoingRequest, options: AppliedOptions, receive: Receive, idleTimeoutMs: number, signal: AbortSignal | undefined): Promise<number> {
-    const wire = formatRequest(request, this.hostHeader);
-    const connection = this.take(tlsSettingsOf(options));
+    if (this.lines?.headers !== request.headers) this.lines = { headers: request.headers, text: headerLines(request.headers) };
+    const wire = formatRequest(request, this.hostHeader, this.lines.text);
+    const connection = this.take(options);
     try {
       return await this.exchange(connection, wire, receive, idleTimeoutMs, signal);
     } catch (error) {
@@ -255,12 +267,17 @@ export class KeptAliveConnections implements Transport {
     });
   }
 
-  /** An idle connection made with these TLS settings (the one used last), or a new one; idle ones of other settings are closed. */
-  private take(tls: TlsSettings): Connection {
-    if (this.tls === undefined || !sameTls(this.tls, tls)) {
-      // Connections of the old settings finish what they carry and are not reused.
-      for (const stale of this.idle.splice(0)) stale.socket.destroy();
-      this.tls = tls;
+  /** An idle connection made with the TLS settings of `options` (the one used last), or a new one; idle ones of other settings are closed. */
+  private take(options: AppliedOptions): Connection {
+    // The client passes the same options object until it applies its credentials again.
+    if (this.tls === undefined || options !== this.optionsSeen) {
+      const tls = tlsSettingsOf(options);
+      if (this.tls === undefined || !sameTls(this.tls, tls)) {
+        // Connections of the old settings finish what they carry and are not reused.
+        for (const stale of this.idle.splice(0)) stale.socket.destroy();
+        this.tls = tls;
+      }
+      this.optionsSeen = options;
     }
     for (let reused = this.idle.pop(); reused !== undefined; reused = this.idle.pop()) {
       // Ended by the server while idle, and noticed: never carries a request.
@@ -309,7 +326,10 @@ export class ProxiedRequests implements Transport {
 
   send(request: OutgoingRequest, options: AppliedOptions, receive: Receive, idleTimeoutMs: number, signal: AbortSignal | undefined): Promise<number> {
     const headers: Record<string, string | number> = { ...request.headers };
-    if (request.payload !== undefined) headers['Content-Length'] = Buffer.byteLength(request.payload);
+    if (request.payload !== undefined) {
+      headers['Content-Type'] = request.contentType;
+      headers['Content-Length'] = Buffer.byteLength(request.payload);
+    }
     const agent = options.agent as Agent;
     this.agents.add(agent);
     const target = {

@@ -16,7 +16,7 @@ import { connect as tcpConnect, type AddressInfo, type Server as NetServer, type
 import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { createCertificateAuthority, createServingCertificate } from '../../../src/certs/pki';
-import { KubeApiClient, MAX_ANSWER_BYTES } from '../../../src/kube-api/client';
+import { KubeApiClient, MAX_ANSWER_BYTES, type KubeApiClientOptions } from '../../../src/kube-api/client';
 import { ApiFailure } from '../../../src/kube-api/failure';
 import { kubeConfigFor } from '../../../src/kube-api/load';
 import { temporaryDirectory } from '../server/webhook-test-kit';
@@ -42,7 +42,7 @@ const seen: Seen[] = [];
 let connections = 0;
 const sockets = new Set<Numbered>();
 /** What the server does with the next request: answer JSON, answer and close, stay silent, start a watch and go silent, drop the connection unanswered (once). */
-let behaviour: 'answer' | 'close' | 'silent' | 'stream' | 'drop' = 'answer';
+let behaviour: 'answer' | 'close' | 'silent' | 'stream' | 'drop' | 'unauthorized' = 'answer';
 const directory = temporaryDirectory();
 const caFile = join(directory.path, 'ca.crt');
 
@@ -64,6 +64,11 @@ beforeAll(async () => {
       if (behaviour === 'drop') {
         behaviour = 'answer';
         return void req.socket.destroy();
+      }
+      if (behaviour === 'unauthorized') {
+        behaviour = 'answer';
+        res.statusCode = 401;
+        return void res.end(JSON.stringify({ kind: 'Status', code: 401 }));
       }
       if (behaviour === 'stream') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -122,7 +127,8 @@ function kubeconfig(entry: ClusterEntry = {}): string {
   return path;
 }
 
-const client = async (timeoutMs = 10_000, entry: ClusterEntry = {}) => new KubeApiClient(await kubeConfigFor({ kubeconfigPath: kubeconfig(entry) }), timeoutMs);
+const client = async (timeoutMs = 10_000, entry: ClusterEntry = {}, options: KubeApiClientOptions = {}) =>
+  new KubeApiClient(await kubeConfigFor({ kubeconfigPath: kubeconfig(entry) }), timeoutMs, options);
 
 /** The request's rejection (it must reject). */
 async function failure(request: Promise<unknown>): Promise<ApiFailure> {
@@ -214,14 +220,32 @@ test('a kept-alive connection lost without an answer: a GET is sent once more on
   }
 });
 
-test('a CA file rewritten (a rotated CA) gets a new connection made with it', async () => {
-  const api = await client();
+test('a CA file rewritten (a rotated CA) gets a new connection made with it, once the credentials are applied again', async () => {
+  const api = await client(10_000, {}, { credentialsReuseMs: 0 });
   try {
     await api.request('GET', '/before');
     await api.request('GET', '/same');
     // The same CA with other bytes: the settings differ, and the server's certificate still verifies.
     appendFileSync(caFile, '\n');
     await api.request('GET', '/after');
+    expect(seen[1]!.connection).toBe(seen[0]!.connection);
+    expect(seen[2]!.connection).not.toBe(seen[1]!.connection);
+  } finally {
+    writeFileSync(caFile, ca.cert);
+    api.close();
+  }
+});
+
+test('credentials once applied serve the requests that follow (a rewritten CA file unseen); a 401 has them applied anew', async () => {
+  const api = await client(10_000, {}, { credentialsReuseMs: 60 * 60_000 });
+  try {
+    await api.request('GET', '/first');
+    appendFileSync(caFile, '\n');
+    behaviour = 'unauthorized';
+    expect((await api.request('GET', '/refused')).status).toBe(401);
+    expect((await api.request('GET', '/again')).status).toBe(200);
+    expect(seen.map((request) => request.url)).toEqual(['/first', '/refused', '/again']);
+    // The 401 went on the first connection (credentials as first applied); the next, applied anew, saw the new CA bytes.
     expect(seen[1]!.connection).toBe(seen[0]!.connection);
     expect(seen[2]!.connection).not.toBe(seen[1]!.connection);
   } finally {
