@@ -49,6 +49,16 @@ export class ProtocolError extends Error {}
 
 const LF = 0x0a;
 const CR = 0x0d;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** `value` without the spaces and tabs around it (HTTP's optional whitespace; nothing else is trimmed). */
+function withoutSpaceOrTab(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && (value[start] === ' ' || value[start] === '\t')) start++;
+  while (end > start && (value[end - 1] === ' ' || value[end - 1] === '\t')) end--;
+  return value.slice(start, end);
+}
 
 type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'close' };
 
@@ -68,7 +78,8 @@ export class ResponseParser<T> {
   /** How many bytes of the last `feed` belonged to this answer: all of them until it completed. */
   used = 0;
   private phase: 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done' = 'head';
-  private head = new Uint8Array(1024);
+  /** The head's bytes so far, when it spans more than one read (made then). */
+  private head = new Uint8Array(0);
   private headLength = 0;
   private framing: Framing = { kind: 'close' };
   private chunkLeft = 0;
@@ -145,9 +156,14 @@ export class ResponseParser<T> {
     // Only the head is kept: its end is looked for in the new bytes first (linear overall), so the
     // body that came in the same read is never copied.
     const end = headEnd(this.head, this.headLength, bytes, start, start + available);
+    if (end >= 0 && this.headLength === 0) {
+      // The whole head in this read (the usual case): read where it is.
+      this.parseHead(fromCodeUnits(bytes.subarray(start, end)));
+      return end;
+    }
     const take = (end < 0 ? start + available : end) - start;
     if (this.headLength + take > this.head.length) {
-      const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, this.headLength + take)));
+      const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, 1024, this.headLength + take)));
       grown.set(this.head.subarray(0, this.headLength));
       this.head = grown;
     }
@@ -172,11 +188,13 @@ export class ResponseParser<T> {
     let transferEncoding: string | undefined;
     let contentLength: string | undefined;
     let connection = '';
-    for (const line of lines.slice(1)) {
-      const header = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/.exec(line);
-      if (!header) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
-      const name = (header[1] as string).toLowerCase();
-      const value = header[2] as string;
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i] as string;
+      const colon = line.indexOf(':');
+      // A bare CR (not ending the line) is no part of a valid header line.
+      if (colon <= 0 || !HEADER_NAME.test(line.slice(0, colon)) || line.includes('\r')) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+      const name = line.slice(0, colon).toLowerCase();
+      const value = withoutSpaceOrTab(line.slice(colon + 1));
       if (name === 'connection') connection += `${value.toLowerCase()},`;
       if (name === 'transfer-encoding') transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
       if (name === 'content-length') {

@@ -67,6 +67,12 @@ describe('HTTP/1.1 answers, parsed as bytes arrive', () => {
     expect([done, reader.finish()]).toEqual([true, 'abc']);
   });
 
+  test('header values lose the spaces and tabs around them, nothing else; names are matched in any case', () => {
+    const { done, reader } = parse('HTTP/1.1 200 OK\r\ncontent-LENGTH: \t 3 \t\r\nX-Empty:\r\n\r\nabcdef');
+    expect([done, reader.finish()]).toEqual([true, 'abc']);
+    expect(() => parse('HTTP/1.1 200 OK\r\nContent-Length: \u000b3\r\n\r\nabc')).toThrow(/invalid Content-Length/);
+  });
+
   test('a reader that has seen enough ends the answer early', () => {
     const { done, reader } = parse(chunked('a'.repeat(100), 'b'.repeat(100)), [], 10);
     expect(done).toBe(true);
@@ -78,6 +84,9 @@ describe('HTTP/1.1 answers, parsed as bytes arrive', () => {
     ['an interim answer', 'HTTP/1.1 100 Continue\r\n\r\n', /interim/],
     ['a malformed header', 'HTTP/1.1 200 OK\r\nno colon here\r\n\r\n', /malformed header/],
     ['a folded header', 'HTTP/1.1 200 OK\r\nA: b\r\n  c\r\n\r\n', /malformed header/],
+    ['a header without a name', 'HTTP/1.1 200 OK\r\n: b\r\n\r\n', /malformed header/],
+    ['a header name with a space', 'HTTP/1.1 200 OK\r\nContent Length: 1\r\n\r\n', /malformed header/],
+    ['a bare CR inside a header line', 'HTTP/1.1 200 OK\r\nA: b\rContent-Length: 1\r\n\r\n', /malformed header/],
     ['two lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', /conflicting Content-Length/],
     ['a negative length', 'HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n', /invalid Content-Length/],
     ['a chunk size that is not hex', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', /invalid chunk size/],
