@@ -237,7 +237,11 @@ export class KeptAliveConnections implements Transport {
   }
 
   close(): void {
-    for (const connection of this.open) connection.socket.destroy();
+    for (const connection of this.open) {
+      // Failed as closed on purpose, never as a connection lost (which a GET would be sent again for).
+      connection.exchange?.fail(new Error('the client was closed'));
+      connection.socket.destroy();
+    }
   }
 
   private exchange(connection: Connection, wire: string, receive: Receive, idleTimeoutMs: number, signal: AbortSignal | undefined): Promise<number> {

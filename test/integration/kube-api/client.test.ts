@@ -39,6 +39,8 @@ type Numbered = Socket & { number?: number };
 let server: Server;
 let port: number;
 const seen: Seen[] = [];
+/** Called after each request the server reads. */
+const seenWaiters = new Set<() => void>();
 let connections = 0;
 const sockets = new Set<Numbered>();
 /** What the server does with the next request: answer JSON, answer and close, stay silent, start a watch and go silent, drop the connection unanswered (once). */
@@ -60,6 +62,7 @@ beforeAll(async () => {
     req.on('end', () => {
       const number = (req.socket as Numbered).number!;
       seen.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization, body: Buffer.concat(chunks).toString(), connection: number });
+      for (const waiter of seenWaiters) waiter();
       if (behaviour === 'silent') return;
       if (behaviour === 'drop') {
         behaviour = 'answer';
@@ -297,6 +300,51 @@ test('a stream hands over what arrives and resolves with status 0 when its signa
     api.close();
   }
 });
+
+test('close() fails a request under way (it is not sent again) and leaves the client usable', async () => {
+  const api = await client();
+  try {
+    await api.request('GET', '/warm');
+    behaviour = 'silent';
+    const pending = api.request('GET', '/pending');
+    await eventuallySeen('/pending');
+    api.close();
+    expect((await failure(pending)).message).toBe('GET /pending: the client was closed');
+    behaviour = 'answer';
+    expect((await api.request('GET', '/after')).status).toBe(200);
+    expect(seen.map((request) => request.url)).toEqual(['/warm', '/pending', '/after']);
+  } finally {
+    api.close();
+  }
+});
+
+test('a server whose certificate the cluster CA did not sign fails the request with what TLS said', async () => {
+  const other = createCertificateAuthority('another CA', validity);
+  const otherFile = join(directory.path, 'other-ca.crt');
+  writeFileSync(otherFile, other.cert);
+  const config = await kubeConfigFor({ kubeconfigPath: kubeconfig() });
+  config.clusters[0] = { ...config.clusters[0]!, caFile: otherFile };
+  const wrong = new KubeApiClient(config, 10_000);
+  try {
+    expect((await failure(wrong.request('GET', '/api'))).message).toMatch(/^GET \/api: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY): /);
+    expect(seen).toEqual([]);
+  } finally {
+    wrong.close();
+  }
+});
+
+/** Resolves once the server has read a request for `url` (one that gets no answer cannot be awaited). */
+function eventuallySeen(url: string): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!seen.some((request) => request.url === url)) return;
+      seenWaiters.delete(check);
+      resolve();
+    };
+    seenWaiters.add(check);
+    check();
+  });
+}
 
 test('credentials or paths that would break the request head are refused before anything is sent', async () => {
   const api = await client(10_000, { token: 'a\r\nX-Injected: yes' });
