@@ -1,21 +1,25 @@
 /**
- * The Kubernetes API over Node's own http/https, authenticated as client-node authenticates: the
- * calls of the long-running processes (the reporter's list, watch and Events, the webhook's Secret
- * and caBundle in self mode). Each has a handful of kinds of request, read as JSON, and needs none of
- * what the typed client adds per call: its object serializer turns every answer into class instances
- * (timestamps into Dates) and back, and every request goes through fetch's web streams. Here a
- * request costs a JSON.stringify and a write; an answer is text, or a stream of chunks read as they
- * arrive (./json-stream.ts), so a list of 500 pods is never held whole.
+ * The Kubernetes API for the long-running processes (the reporter's lists, watches and Events, the
+ * webhook's Secret and caBundle in self mode), authenticated as client-node authenticates. Each makes a
+ * handful of kinds of request, read as JSON, and needs none of what the typed client adds per call (its
+ * object serializer turns every answer into class instances and back; every request goes through
+ * fetch's web streams), nor what Node's own http client does per request: on the reporter's benchmark
+ * (10,000 pods, 100 drains/s, each 4 watch events and 2 Event POSTs) node:https's machinery was about
+ * 40% of the reporter's CPU per drain, a POST 166 µs of client CPU back to back against 66 µs written
+ * on a kept-alive TLS connection and read by a minimal parser. So requests go over connections of
+ * this client's own (./connections.ts): the reporter's CPU per drain fell from 1.58 to 1.10 ms with
+ * this and what followed it (docs/benchmarks.md, "The reporter's CPU per drain"). An answer is handed
+ * on as text, or as chunks as they arrive (./json-stream.ts), so a list is never held whole.
  *
- * Credentials are applied per request by client-node (`KubeConfig.applyToHTTPSOptions`: tokens read
- * again as they rotate, exec plugins, OIDC, client certificates, proxies). Connections are kept alive
- * in an agent of this client's own, built from the TLS settings that call returns, and built anew when
- * those change (a rotated CA or client certificate); client-node's own agent for a direct connection
- * would open a new TLS connection for every request. Through a proxy, client-node's proxy agent is used.
+ * Credentials are applied by client-node (`KubeConfig.applyToHTTPSOptions`: tokens read again as they
+ * rotate, exec plugins, OIDC, client certificates), at most once a second (CREDENTIALS_REUSE_MS) and
+ * again after a 401. Connections are made with the TLS settings that call returns and are replaced
+ * when those change (a rotated CA or client certificate). A cluster reached through a proxy
+ * (`proxy-url`) is served by node:https with client-node's proxy agent.
  */
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { performance } from 'node:perf_hooks';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { KeptAliveConnections, ProxiedRequests, type AppliedOptions, type Receive, type Transport } from './connections';
 import { ApiFailure } from './failure';
 
 /** An answer with its status, whatever the status. */
@@ -34,56 +38,70 @@ export interface StreamOptions {
   idleTimeoutMs?: number;
 }
 
-/** TLS settings of a connection; a change of any of them needs a new agent. */
-const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
-
-type TlsSettings = Partial<Pick<RequestOptions, (typeof TLS_FIELDS)[number]>>;
-
-function sameTls(a: TlsSettings, b: TlsSettings): boolean {
-  return TLS_FIELDS.every((field) => {
-    const x = a[field] as unknown;
-    const y = b[field] as unknown;
-    return Buffer.isBuffer(x) && Buffer.isBuffer(y) ? x.equals(y) : x === y;
-  });
-}
+/**
+ * An answer read whole (`request`, or a stream's failure) larger than this fails the request. The API
+ * server takes at most 3 MiB in a request and etcd stores at most 1.5 MiB per object, so one object's
+ * answer is far smaller; lists are streamed.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /**
- * An https agent whose pool is keyed by host and port alone. Node's key also holds the CA, the client
- * certificate and the key, turned into text for every request and hashed for each of the pool's
- * lookups (a few KiB each time: a tenth of a request's CPU). This agent serves one server with one
- * set of TLS settings (a change of them makes a new agent), so host and port tell its connections apart.
+ * Credentials once applied serve the requests of the next second. client-node reads the CA, client
+ * certificate and key files again on every call (a file read each, and a comparison of their bytes
+ * here), for changes that come rarely and need not be seen at once: the kubelet rotates a projected
+ * ServiceAccount token long before it expires, and client-node itself reads a token file again only
+ * every 60 s, as client-go does. A 401 drops them at once.
  */
-class SingleTlsAgent extends HttpsAgent {
-  override getName(options?: Parameters<HttpAgent['getName']>[0]): string {
-    return HttpAgent.prototype.getName.call(this, options);
-  }
+export const CREDENTIALS_REUSE_MS = 1000;
+
+/** Credentials as applied, and the headers they make. */
+interface Credentials {
+  options: AppliedOptions;
+  headers: Readonly<Record<string, string>>;
 }
 
-/** Idle kept-alive connections close after this long (the API server's own idle timeout is 90 s or more). */
-const IDLE_SOCKET_MS = 30_000;
+export interface KubeApiClientOptions {
+  /** How long applied credentials serve requests (ms); CREDENTIALS_REUSE_MS unless a test needs another. */
+  credentialsReuseMs?: number;
+}
 
 export class KubeApiClient {
-  private readonly base: URL;
-  private readonly secure: boolean;
-  private agent: { agent: HttpAgent; tls: TlsSettings } | undefined;
+  /** The server's path prefix (a server URL may carry one), without its trailing slash. */
+  private readonly prefix: string;
+  private readonly transport: Transport;
+  private readonly credentialsReuseMs: number;
+  private credentials: { applied: Promise<Credentials>; atMs: number } | undefined;
 
   /** `timeoutMs`: a request with nothing received for this long fails (a silent API server never hangs a call). */
   constructor(
     private readonly kubeConfig: k8s.KubeConfig,
     private readonly timeoutMs: number,
+    { credentialsReuseMs = CREDENTIALS_REUSE_MS }: KubeApiClientOptions = {},
   ) {
-    const server = kubeConfig.getCurrentCluster()?.server;
-    if (!server) throw new Error('the kubeconfig names no cluster server');
-    this.base = new URL(server);
-    this.secure = this.base.protocol === 'https:';
+    this.credentialsReuseMs = credentialsReuseMs;
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster?.server) throw new Error('the kubeconfig names no cluster server');
+    let server: URL;
+    try {
+      server = new URL(cluster.server);
+    } catch {
+      throw new Error(`the kubeconfig's cluster ${cluster.name} has an invalid server URL ${JSON.stringify(cluster.server)}`);
+    }
+    if (server.protocol !== 'https:' && server.protocol !== 'http:') throw new Error(`the kubeconfig's server ${cluster.server} is neither https: nor http:`);
+    // client-node's own rule (its agent refuses the first request otherwise): plain HTTP only when the cluster entry asks for no TLS checks.
+    if (server.protocol === 'http:' && !cluster.skipTLSVerify) {
+      throw new Error(`the kubeconfig's server ${cluster.server} is plain HTTP, which needs insecure-skip-tls-verify: true in its cluster entry (credentials and answers cross the network unencrypted)`);
+    }
+    this.prefix = server.pathname.replace(/\/$/, '');
+    this.transport = cluster.proxyUrl ? new ProxiedRequests(server) : new KeptAliveConnections(server);
   }
 
   /** A request with an optional JSON body (or text in `contentType`); resolves with any status, rejects (an ApiFailure without a status) only when no answer came. */
   async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<KubeAnswer> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const chunks: Buffer[] = [];
-    const status = await this.send(method, path, payload, contentType, (chunk) => chunks.push(chunk), {});
-    return { status, text: Buffer.concat(chunks).toString('utf8') };
+    const answer = wholeAnswer(`${method} ${path}`);
+    const status = await this.send(method, path, payload, contentType, answer.receive, {});
+    return { status, text: answer.text() };
   }
 
   /**
@@ -91,89 +109,86 @@ export class KubeApiClient {
    * the answer has ended (or `signal` ended it). Another status resolves with the answer's text.
    */
   async stream(path: string, onChunk: (chunk: Buffer) => void, options: StreamOptions = {}): Promise<KubeAnswer> {
-    let failure: Buffer[] | undefined;
-    const status = await this.send('GET', path, undefined, undefined, (chunk, ok) => (ok ? onChunk(chunk) : (failure ??= []).push(chunk)), options);
-    return { status, text: failure ? Buffer.concat(failure).toString('utf8') : '' };
+    const failure = wholeAnswer(`GET ${path}`);
+    const status = await this.send('GET', path, undefined, undefined, (chunk, ok) => (ok ? onChunk(chunk) : failure.receive(chunk, ok)), options);
+    return { status, text: failure.text() };
   }
 
-  /** Closes the kept-alive connections. */
+  /** Closes every connection (a request under way fails); later requests open new ones. */
   close(): void {
-    this.agent?.agent.destroy();
-    this.agent = undefined;
+    this.transport.close();
   }
 
-  private async send(
-    method: string,
-    path: string,
-    payload: string | undefined,
-    contentType: string | undefined,
-    onChunk: (chunk: Buffer, ok: boolean) => void,
-    { signal, idleTimeoutMs = this.timeoutMs }: StreamOptions,
-  ): Promise<number> {
-    const options: RequestOptions = {};
-    await this.kubeConfig.applyToHTTPSOptions(options);
-    const headers: Record<string, string | number> = { Accept: 'application/json', ...(options.headers as Record<string, string>) };
-    if (payload !== undefined) {
-      headers['Content-Type'] = contentType ?? 'application/json';
-      headers['Content-Length'] = Buffer.byteLength(payload);
+  private async send(method: string, path: string, payload: string | undefined, contentType: string | undefined, receive: Receive, { signal, idleTimeoutMs = this.timeoutMs }: StreamOptions): Promise<number> {
+    const what = `${method} ${path}`;
+    if (signal?.aborted) return 0;
+    let credentials: Credentials;
+    try {
+      credentials = await this.currentCredentials();
+    } catch (error) {
+      throw new ApiFailure(`${what}: the kubeconfig's credentials could not be applied: ${describe(error)}`, undefined, { cause: error });
     }
-    const proxied = Boolean(this.kubeConfig.getCurrentCluster()?.proxyUrl);
-    const target = {
-      protocol: this.base.protocol,
-      hostname: this.base.hostname.replace(/^\[|\]$/g, ''),
-      port: this.base.port,
-      path: `${this.base.pathname.replace(/\/$/, '')}${path}`,
-      method,
-      headers,
-      ...(options.auth !== undefined ? { auth: options.auth } : {}),
-      agent: proxied ? options.agent : this.agentFor(options),
-      ...(signal ? { signal } : {}),
+    const { options, headers } = credentials;
+    /** What `receive` threw: rejected as it is, not as a failure of the request. */
+    let refused: { error: unknown } | undefined;
+    const guarded: Receive = (chunk, ok) => {
+      try {
+        receive(chunk, ok);
+      } catch (error) {
+        refused = { error };
+        throw error;
+      }
     };
-    return new Promise<number>((resolve, reject) => {
-      let settled = false;
-      const settle = (outcome: () => void) => {
-        if (settled) return;
-        settled = true;
-        outcome();
-      };
-      // Ended on purpose (`signal`): resolved as if the server had ended it, whatever error that raised.
-      const fail = (error: unknown) =>
-        settle(() => (signal?.aborted ? resolve(0) : reject(error instanceof ApiFailure ? error : new ApiFailure(`${method} ${path}: ${describe(error)}`, undefined, { cause: error }))));
-      const req: ClientRequest = (this.secure ? httpsRequest : httpRequest)(target, (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        const ok = status >= 200 && status < 300;
-        res.on('data', (chunk: Buffer) => {
-          try {
-            onChunk(chunk, ok);
-          } catch (error) {
-            // A consumer that cannot take what arrived ends the request with its error.
-            settle(() => reject(error));
-            req.destroy();
-          }
-        });
-        res.on('end', () => settle(() => resolve(status)));
-        res.on('close', () => {
-          if (!res.complete) fail(new ApiFailure(`${method} ${path}: the answer was cut short`, undefined));
-        });
-        res.on('error', fail);
-      });
-      req.setTimeout(idleTimeoutMs, () => req.destroy(new ApiFailure(`${method} ${path}: nothing received for ${idleTimeoutMs} ms`, undefined)));
-      req.on('error', fail);
-      req.end(payload);
-    });
+    let status: number;
+    try {
+      status = await this.transport.send({ method, target: this.prefix + path, headers, payload, contentType: contentType ?? 'application/json' }, options, guarded, idleTimeoutMs, signal);
+    } catch (error) {
+      if (refused?.error === error || error instanceof ApiFailure) throw error;
+      throw new ApiFailure(`${what}: ${describe(error)}`, undefined, { cause: error });
+    }
+    // Credentials the server refused (a token rotated or expired): the next request applies them anew.
+    if (status === 401) this.credentials = undefined;
+    return status;
   }
 
-  /** The kept-alive agent for these TLS settings (a new one when they changed). */
-  private agentFor(options: RequestOptions): HttpAgent {
-    const tls: TlsSettings = {};
-    for (const field of TLS_FIELDS) if (options[field] !== undefined) (tls as Record<string, unknown>)[field] = options[field];
-    if (this.agent === undefined || !sameTls(this.agent.tls, tls)) {
-      // Connections of the old agent finish what they carry and are not reused.
-      const settings = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const };
-      this.agent = { agent: this.secure ? new SingleTlsAgent({ ...settings, ...tls }) : new HttpAgent(settings), tls };
+  /** The credentials applied within the last CREDENTIALS_REUSE_MS, or applied now. */
+  private currentCredentials(): Promise<Credentials> {
+    const now = performance.now();
+    if (this.credentials === undefined || now - this.credentials.atMs >= this.credentialsReuseMs) {
+      const applied = this.applyCredentials();
+      const entry = { applied, atMs: now };
+      this.credentials = entry;
+      // A failure (an exec plugin that failed, a file that is gone) is not kept: the next request tries again.
+      applied.catch(() => {
+        if (this.credentials === entry) this.credentials = undefined;
+      });
     }
-    return this.agent.agent;
+    return this.credentials.applied;
   }
+
+  private async applyCredentials(): Promise<Credentials> {
+    const options: AppliedOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(options as Parameters<k8s.KubeConfig['applyToHTTPSOptions']>[0]);
+    const headers: Record<string, string> = { 'User-Agent': 'drainguard', Accept: 'application/json' };
+    for (const name in options.headers) headers[name] = String(options.headers[name]);
+    // As node:https turns its `auth` option into the header.
+    if (options.auth !== undefined) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    return { options, headers };
+  }
+}
+
+/** Collects an answer read whole, up to MAX_ANSWER_BYTES (then fails the request). */
+function wholeAnswer(what: string): { receive: Receive; text(): string } {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  return {
+    receive: (chunk) => {
+      bytes += chunk.length;
+      if (bytes > MAX_ANSWER_BYTES) throw new ApiFailure(`${what}: the answer is larger than ${MAX_ANSWER_BYTES} bytes`, undefined);
+      chunks.push(chunk);
+    },
+    text: () => (chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+  };
 }
 
 function describe(error: unknown): string {

@@ -33,6 +33,9 @@ export interface ReporterState {
   pendingReports: () => number;
 }
 
+/** How often the event-loop delay metrics (drainguard_nodejs_eventloop_lag_*) sample the loop. */
+export const EVENT_LOOP_SAMPLE_MS = 1000;
+
 export class ReporterMetrics {
   readonly registry = new Registry();
   private readonly drains = new Counter({
@@ -113,7 +116,10 @@ export class ReporterMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'drainguard_' });
+    // The event-loop delay histogram samples with a timer of its own: at prom-client's default (10 ms)
+    // that timer woke the reporter 100 times a second, idle or not, about a tenth of its CPU per drain
+    // (docs/benchmarks.md, "Issue 33"); once a second still shows a loop that stalls.
+    collectDefaultMetrics({ register: this.registry, prefix: 'drainguard_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
 
   observe(state: ReporterState): void {

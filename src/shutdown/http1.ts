@@ -44,10 +44,21 @@ const MAX_CHUNK_LINE_BYTES = 4096;
 /** Chunk sizes and lengths above 2^53 cannot be counted exactly: nothing legitimate is that large. */
 const MAX_HEX_DIGITS = 13;
 
-class ProtocolError extends Error {}
+/** An answer that is not well-formed HTTP/1.1 (or exceeds the parser's limits). */
+export class ProtocolError extends Error {}
 
 const LF = 0x0a;
 const CR = 0x0d;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** `value` without the spaces and tabs around it (HTTP's optional whitespace; nothing else is trimmed). */
+function withoutSpaceOrTab(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && (value[start] === ' ' || value[start] === '\t')) start++;
+  while (end > start && (value[end - 1] === ' ' || value[end - 1] === '\t')) end--;
+  return value.slice(start, end);
+}
 
 type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'chunked' } | { kind: 'close' };
 
@@ -57,8 +68,18 @@ type Framing = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'ch
  */
 export class ResponseParser<T> {
   status = 0;
+  /**
+   * The connection may carry another request once the answer is complete: HTTP/1.1 without
+   * `Connection: close` (1.0 only with `keep-alive`), a body framed by its length or its chunks, read
+   * to its end. (The drain program opens a connection per request; the lean Kubernetes client of
+   * src/kube-api keeps them.)
+   */
+  keepAlive = true;
+  /** How many bytes of the last `feed` belonged to this answer: all of them until it completed. */
+  used = 0;
   private phase: 'head' | 'body' | 'chunk-size' | 'chunk-data' | 'chunk-end' | 'trailers' | 'done' = 'head';
-  private head = new Uint8Array(1024);
+  /** The head's bytes so far, when it spans more than one read (made then). */
+  private head = new Uint8Array(0);
   private headLength = 0;
   private framing: Framing = { kind: 'close' };
   private chunkLeft = 0;
@@ -107,6 +128,7 @@ export class ResponseParser<T> {
           break;
       }
     }
+    this.used = i;
     return this.phase === 'done';
   }
 
@@ -123,6 +145,8 @@ export class ResponseParser<T> {
   private deliver(bytes: Uint8Array): boolean {
     if (bytes.length === 0) return true;
     if (this.reader.push(bytes)) return true;
+    // The rest of the body is still on the connection.
+    this.keepAlive = false;
     this.phase = 'done';
     return false;
   }
@@ -132,9 +156,14 @@ export class ResponseParser<T> {
     // Only the head is kept: its end is looked for in the new bytes first (linear overall), so the
     // body that came in the same read is never copied.
     const end = headEnd(this.head, this.headLength, bytes, start, start + available);
+    if (end >= 0 && this.headLength === 0) {
+      // The whole head in this read (the usual case): read where it is.
+      this.parseHead(fromCodeUnits(bytes.subarray(start, end)));
+      return end;
+    }
     const take = (end < 0 ? start + available : end) - start;
     if (this.headLength + take > this.head.length) {
-      const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, this.headLength + take)));
+      const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, Math.max(this.head.length * 2, 1024, this.headLength + take)));
       grown.set(this.head.subarray(0, this.headLength));
       this.head = grown;
     }
@@ -152,17 +181,21 @@ export class ResponseParser<T> {
   private parseHead(text: string): void {
     const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
     while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-    const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: .*)?$/.exec(lines[0] ?? '');
+    const statusLine = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: .*)?$/.exec(lines[0] ?? '');
     if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify((lines[0] ?? '').slice(0, 80))}`);
-    this.status = Number(statusLine[1]);
+    this.status = Number(statusLine[2]);
     if (this.status < 200) throw new ProtocolError(`unexpected interim answer ${this.status}`);
     let transferEncoding: string | undefined;
     let contentLength: string | undefined;
-    for (const line of lines.slice(1)) {
-      const header = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$/.exec(line);
-      if (!header) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
-      const name = (header[1] as string).toLowerCase();
-      const value = header[2] as string;
+    let connection = '';
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i] as string;
+      const colon = line.indexOf(':');
+      // A bare CR (not ending the line) is no part of a valid header line.
+      if (colon <= 0 || !HEADER_NAME.test(line.slice(0, colon)) || line.includes('\r')) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+      const name = line.slice(0, colon).toLowerCase();
+      const value = withoutSpaceOrTab(line.slice(colon + 1));
+      if (name === 'connection') connection += `${value.toLowerCase()},`;
       if (name === 'transfer-encoding') transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
       if (name === 'content-length') {
         if (contentLength !== undefined && contentLength !== value) throw new ProtocolError('conflicting Content-Length headers');
@@ -179,6 +212,8 @@ export class ResponseParser<T> {
       if (!/^\d{1,15}$/.test(contentLength)) throw new ProtocolError(`invalid Content-Length ${JSON.stringify(contentLength.slice(0, 40))}`);
       this.framing = { kind: 'length', left: Number(contentLength) };
     }
+    const tokens = connection.split(',').map((token) => token.trim());
+    this.keepAlive = (statusLine[1] === '1' ? !tokens.includes('close') : tokens.includes('keep-alive')) && this.framing.kind !== 'close';
     switch (this.framing.kind) {
       case 'none':
         this.phase = 'done';

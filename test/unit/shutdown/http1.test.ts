@@ -67,6 +67,12 @@ describe('HTTP/1.1 answers, parsed as bytes arrive', () => {
     expect([done, reader.finish()]).toEqual([true, 'abc']);
   });
 
+  test('header values lose the spaces and tabs around them, nothing else; names are matched in any case', () => {
+    const { done, reader } = parse('HTTP/1.1 200 OK\r\ncontent-LENGTH: \t 3 \t\r\nX-Empty:\r\n\r\nabcdef');
+    expect([done, reader.finish()]).toEqual([true, 'abc']);
+    expect(() => parse('HTTP/1.1 200 OK\r\nContent-Length: \u000b3\r\n\r\nabc')).toThrow(/invalid Content-Length/);
+  });
+
   test('a reader that has seen enough ends the answer early', () => {
     const { done, reader } = parse(chunked('a'.repeat(100), 'b'.repeat(100)), [], 10);
     expect(done).toBe(true);
@@ -78,6 +84,9 @@ describe('HTTP/1.1 answers, parsed as bytes arrive', () => {
     ['an interim answer', 'HTTP/1.1 100 Continue\r\n\r\n', /interim/],
     ['a malformed header', 'HTTP/1.1 200 OK\r\nno colon here\r\n\r\n', /malformed header/],
     ['a folded header', 'HTTP/1.1 200 OK\r\nA: b\r\n  c\r\n\r\n', /malformed header/],
+    ['a header without a name', 'HTTP/1.1 200 OK\r\n: b\r\n\r\n', /malformed header/],
+    ['a header name with a space', 'HTTP/1.1 200 OK\r\nContent Length: 1\r\n\r\n', /malformed header/],
+    ['a bare CR inside a header line', 'HTTP/1.1 200 OK\r\nA: b\rContent-Length: 1\r\n\r\n', /malformed header/],
     ['two lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', /conflicting Content-Length/],
     ['a negative length', 'HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n', /invalid Content-Length/],
     ['a chunk size that is not hex', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', /invalid chunk size/],
@@ -90,6 +99,34 @@ describe('HTTP/1.1 answers, parsed as bytes arrive', () => {
   test('headers beyond the limit are refused without buffering more', () => {
     const head = `HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(MAX_HEAD_BYTES / 10 + 1)}`;
     expect(() => parse(head, [1000, 30000])).toThrow(/headers larger than/);
+  });
+
+  test('a kept-alive connection: the answer says whether it may carry the next request, and which bytes were its own', () => {
+    // What the lean Kubernetes client (src/kube-api/client.ts) reads on a connection it keeps.
+    const next = 'HTTP/1.1 200 OK\r\n';
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), fc.boolean(), fc.boolean(), (body, isChunked, close) => {
+        const bytes = Buffer.byteLength(body);
+        const head = `HTTP/1.1 201 Created\r\n${close ? 'Connection: close\r\n' : ''}${isChunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes}`}\r\n\r\n`;
+        const wire = Buffer.from(`${head}${isChunked ? `${bytes > 0 ? `${bytes.toString(16)}\r\n${body}\r\n` : ''}0\r\n\r\n` : body}${next}`);
+        const reader = collector();
+        const parser = new ResponseParser(reader);
+        // The answer and the next one's first bytes, in two pieces: the second starts inside the answer.
+        const split = wire.length - next.length - 1;
+        expect(parser.feed(wire.subarray(0, split))).toBe(false);
+        expect(parser.used).toBe(split);
+        expect(parser.feed(wire.subarray(split))).toBe(true);
+        expect(parser.used).toBe(1);
+        expect([parser.status, parser.keepAlive, reader.finish()]).toEqual([201, !close, body]);
+      }),
+    );
+    const once = (wire: string) => parse(wire).parser.keepAlive;
+    expect(once('HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n')).toBe(false);
+    expect(once('HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n')).toBe(true);
+    expect(once('HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n')).toBe(false);
+    // A body that ends with the connection, or one the reader stopped reading, leaves none to reuse.
+    expect(once('HTTP/1.1 200 OK\r\n\r\nuntil the end')).toBe(false);
+    expect(parse(chunked('a'.repeat(100), 'b'.repeat(100)), [], 10).parser.keepAlive).toBe(false);
   });
 
   test('an answer cut short is an error at end of file', () => {
