@@ -32,11 +32,26 @@ export function podTemplate(template: Pod, options: Pick<WorkloadOptions, 'label
   const pod = jsonCopy(template);
   const { name: _name, namespace: _namespace, generateName: _generateName, ...metadata } = pod.metadata ?? {};
   pod.metadata = { ...metadata, labels: options.labels ?? metadata.labels ?? {} };
-  for (const container of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]) {
-    for (const port of (container.ports ?? []) as { hostPort?: number }[]) delete port.hostPort;
-  }
+  withoutHostPorts(pod.spec);
   if (options.gated) (pod.spec as { schedulingGates?: { name: string }[] }).schedulingGates = [{ name: NEVER_SCHEDULED }];
   return pod;
+}
+
+/** The part of a pod spec that asks for ports. */
+export interface ContainersWithPorts {
+  containers: { ports?: object[] }[];
+  initContainers?: { ports?: object[] }[];
+}
+
+/**
+ * Drops every host port of `spec`'s containers: the suites share the cluster's two nodes, and two
+ * DaemonSets asking for the same host port (Contour's asks for 80 and 443) cannot both run on a node,
+ * so one suite's pods would stay Pending until another suite's were gone.
+ */
+export function withoutHostPorts(spec: ContainersWithPorts): void {
+  for (const container of [...spec.containers, ...(spec.initContainers ?? [])]) {
+    for (const port of (container.ports ?? []) as { hostPort?: number }[]) delete port.hostPort;
+  }
 }
 
 /** Creates a DaemonSet, Deployment or StatefulSet of `template` in `namespace`. */

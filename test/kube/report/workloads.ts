@@ -15,7 +15,7 @@ import { KubeApi, type KubeObject } from '../../support/cluster/api';
 import { adminApi, clusterInfo, eventually, runAsync, type CommandResult } from '../../support/cluster/lane';
 import type { TestCluster } from '../../support/cluster/cluster';
 import { repoPath } from '../../support/repo';
-import { NEVER_SCHEDULED } from '../check-workloads';
+import { NEVER_SCHEDULED, withoutHostPorts, type ContainersWithPorts } from '../check-workloads';
 
 /** A cluster to work on: its admin client and admin kubeconfig. */
 export interface ClusterHandle {
@@ -85,9 +85,11 @@ interface FixtureOptions {
   gated?: boolean;
 }
 
-type FixtureTemplate = { metadata: { annotations?: Record<string, string> }; spec: { schedulingGates?: { name: string }[] } };
+type FixtureTemplate = { metadata: { annotations?: Record<string, string> }; spec: ContainersWithPorts & { schedulingGates?: { name: string }[] } };
 
 function applyOptions(template: FixtureTemplate, options: FixtureOptions): void {
+  // Suites running at once share the two nodes: a host port would keep one suite's pods Pending.
+  withoutHostPorts(template.spec);
   if (options.minDrain) template.metadata.annotations = { ...template.metadata.annotations, 'drainguard.io/min-drain': options.minDrain };
   if (options.gated) template.spec.schedulingGates = [{ name: NEVER_SCHEDULED }];
 }
