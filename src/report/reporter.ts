@@ -255,8 +255,9 @@ export class DrainReporter {
   private retry(job: Job, failure: ApiFailure): void {
     const { termination } = job;
     if (this.stopped) return;
-    if (failure.status !== undefined && FINAL_STATUSES.has(failure.status)) {
-      // Asking again gets the same answer (the namespace is gone, the Event is refused as invalid).
+    if ((failure.status !== undefined && FINAL_STATUSES.has(failure.status)) || failure.namespaceTerminating) {
+      // Asking again gets the same answer (the namespace is gone or being deleted, the Event is refused
+      // as invalid). Kubernetes' own controllers drop a create refused for a terminating namespace too.
       if (job.stage === 'pod') return this.abandon(job, `the API server refused its Event: ${failure.message}`);
       this.logger.warn({ pod: describePod(termination), error: failure.message }, 'the workload Event was refused');
       return this.finish(job);

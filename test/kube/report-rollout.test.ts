@@ -179,6 +179,13 @@ describe('only what drainguard protected is reported', () => {
    * drainguard's preStop command, and a drain record it writes itself as its termination message.
    */
   async function forgedDrain(ns: string, name: string): Promise<void> {
+    await forgedPod(ns, name);
+    await cluster.api.delete(`/api/v1/namespaces/${ns}/pods/${name}`);
+    await eventually(`forged pod ${name} gone`, async () => ((await cluster.api.find(`/api/v1/namespaces/${ns}/pods/${name}`)) ? undefined : true));
+  }
+
+  /** The forged pod, once ready (its record written); `finalizers` keep it after it ends. */
+  async function forgedPod(ns: string, name: string, finalizers: string[] = []): Promise<void> {
     const record = finishedRecord('drained', { durationMs: 1000, connectionsAtStart: 7 });
     // Ready once its record is written: only then is it deleted.
     const script = `process.on("SIGTERM", () => process.exit(0)); require("fs").writeFileSync("/dev/termination-log", ${JSON.stringify(record)}); require("http").createServer((q, r) => r.end("ok")).listen(8080);`;
@@ -186,7 +193,7 @@ describe('only what drainguard protected is reported', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       // The webhook leaves it alone even where it sees it: the same forgery in every namespace.
-      metadata: { name, labels: { 'drainguard.io/protected': 'true' }, annotations: { 'drainguard.io/inject': 'disabled' } },
+      metadata: { name, labels: { 'drainguard.io/protected': 'true' }, annotations: { 'drainguard.io/inject': 'disabled' }, finalizers },
       spec: {
         terminationGracePeriodSeconds: 5,
         securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
@@ -205,8 +212,6 @@ describe('only what drainguard protected is reported', () => {
       const pod = await cluster.api.get<PodObject>(`/api/v1/namespaces/${ns}/pods/${name}`);
       return (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
     });
-    await cluster.api.delete(`/api/v1/namespaces/${ns}/pods/${name}`);
-    await eventually(`forged pod ${name} gone`, async () => ((await cluster.api.find(`/api/v1/namespaces/${ns}/pods/${name}`)) ? undefined : true));
   }
 
   const ignored = (texts: string[], ns: string) => total(texts, 'drainguard_reporter_terminations_ignored_total', { namespace: ns });
@@ -228,6 +233,26 @@ describe('only what drainguard protected is reported', () => {
     await forgedDrain(ns, 'forged-opted-out');
     await metricsUntil('both reporters to ignore it too', (t) => ignored(t, ns) === 4);
     expect((await drainEvents(cluster, ns, 'pod')).map((event) => event.involvedObject.name)).toEqual(['forged-opted-in']);
+  }, 600_000);
+
+  test('a namespace deleted under a protected pod: its pod Event is refused (403, cause NamespaceTerminating) and each reporter gives the report up at once, while the namespace is still terminating', async () => {
+    const ns = await namespace('report-ns-deleted', release.optIn);
+    const KEEP = 'test.drainguard.io/keep';
+    // The finalizer holds the ended pod, and so the namespace, in Terminating until the test lets go.
+    await forgedPod(ns, 'forged-ns-deleted', [KEEP]);
+    const abandoned = (texts: string[]) => total(texts, 'drainguard_reporter_reports_abandoned_total');
+    const before = abandoned(await scrapes());
+    try {
+      await cluster.api.delete(`/api/v1/namespaces/${ns}`);
+      namespaces.splice(namespaces.indexOf(ns), 1);
+      const texts = await metricsUntil('both reporters to give the report up', (t) => abandoned(t) === before + 2);
+      expect(total(texts, 'drainguard_drains_total', { namespace: ns })).toBe(0);
+      // Given up while the namespace still exists: a 404 after it was gone would end it too, but later.
+      expect((await cluster.api.get<{ status: { phase: string } }>(`/api/v1/namespaces/${ns}`)).status.phase).toBe('Terminating');
+      expect(await drainEvents(cluster, ns, 'pod')).toEqual([]);
+    } finally {
+      await cluster.api.patch(`/api/v1/namespaces/${ns}/pods/forged-ns-deleted`, { metadata: { finalizers: null } });
+    }
   }, 600_000);
 
   test("the reporter may read its own release's webhook configuration and no other, and namespaces", async () => {

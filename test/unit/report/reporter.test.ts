@@ -65,11 +65,13 @@ class MemoryApi implements ReporterApi {
   readonly calls: string[] = [];
   lose = 0;
   refuse: number | undefined;
+  /** The Status causes' types that go with `refuse`. */
+  refuseCauses: string[] = [];
 
   async createEvent(event: EventBody): Promise<'created' | 'exists'> {
     const key = `${event.metadata.namespace}/${event.metadata.name}`;
     this.calls.push(`create ${event.involvedObject.kind}`);
-    if (this.refuse !== undefined) throw new ApiFailure(`create event ${key}: HTTP ${this.refuse}`, this.refuse);
+    if (this.refuse !== undefined) throw new ApiFailure(`create event ${key}: HTTP ${this.refuse}`, this.refuse, { causeTypes: this.refuseCauses });
     if (this.events.has(key)) return 'exists';
     this.events.set(key, event);
     if (this.lose > 0 && event.involvedObject.kind === 'Pod') {
@@ -178,6 +180,18 @@ test('a termination the API keeps refusing is retried, then given up once older 
   engine.observe(endedPod(record(), { finishedAgoMs: 1000 }));
   await engine.idle();
   expect(api.calls.length).toBeGreaterThan(1);
+  expect(total(await scrape(), 'drainguard_reporter_reports_abandoned_total')).toBe(1);
+  expect(total(await scrape(), 'drainguard_drains_total')).toBe(0);
+});
+
+test("a pod Event refused because its namespace is being deleted (403, cause NamespaceTerminating) is given up at once and counted as abandoned (any other 403 is retried, above)", async () => {
+  const api = new MemoryApi();
+  api.refuse = 403;
+  api.refuseCauses = ['NamespaceTerminating'];
+  const { engine, scrape } = reporter(api, { maxReportAgeMs: 3600_000 });
+  engine.observe(endedPod(record()));
+  await engine.idle();
+  expect(api.calls).toEqual(['create Pod']);
   expect(total(await scrape(), 'drainguard_reporter_reports_abandoned_total')).toBe(1);
   expect(total(await scrape(), 'drainguard_drains_total')).toBe(0);
 });
