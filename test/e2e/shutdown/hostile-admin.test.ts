@@ -64,6 +64,10 @@ describe.each(E2E_TARGETS)('$title', (target) => {
     test('memory stays under shutdownProgramMemory while 100 MB stats answers stream in (native architecture only)', async () => {
       const sim = await h.simulator();
       sim.faults.hugeStats = { bytes: 100e6 };
+      // A client stays connected, so the drain polls on whether an answer is read whole (a machine fast
+      // enough reads 100 MB within the request timeout, and without a connection would be drained after
+      // the second poll) or cut at the timeout.
+      await h.openClients(sim, 1);
       const running = h.drain(sim, ['--deadline', '30s', '--min-drain', '0s', '--poll-interval', '200ms', '--request-timeout', '2s']);
       // Sampled while the third answer streams: two answers were read (or cut) before it.
       await sim.waitFor(() => sim.requests.filter((r) => r.path === LISTENER_GAUGES_PATH).length >= 3);
