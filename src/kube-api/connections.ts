@@ -18,7 +18,7 @@ import { request as httpRequest, type Agent, type ClientRequest, type IncomingMe
 import { request as httpsRequest } from 'node:https';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import { ProtocolError, ResponseParser, type BodyReader } from '../shutdown/http1';
+import { HTTP_TOKEN, ProtocolError, ResponseParser, type BodyReader } from '../shutdown/http1';
 
 /** TLS settings of a connection; a change of any of them needs new connections. */
 export const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
@@ -57,7 +57,6 @@ export interface Transport {
 /** Idle kept-alive connections close after this long (kube-apiserver keeps an idle one 90 s or more). */
 export const IDLE_SOCKET_MS = 30_000;
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Control characters other than a tab end a header (CR, LF) or are refused by servers (Go's rule, httpguts.ValidHeaderFieldValue). */
 const HEADER_VALUE_CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
 /** Origin-form request targets: printable ASCII, no space (callers encode names with `segment`). */
@@ -72,7 +71,7 @@ export function headerLines(headers: Readonly<Record<string, string>>): string {
   let lines = '';
   for (const name in headers) {
     const value = headers[name] as string;
-    if (!TOKEN.test(name)) throw new Error(`the request header name ${JSON.stringify(name.slice(0, 80))} is not an HTTP token`);
+    if (!HTTP_TOKEN.test(name)) throw new Error(`the request header name ${JSON.stringify(name.slice(0, 80))} is not an HTTP token`);
     if (HEADER_VALUE_CONTROL.test(value)) throw new Error(`the request header ${JSON.stringify(name)} holds a line break or another control character, which HTTP cannot carry`);
     lines += `${name}: ${value}\r\n`;
   }

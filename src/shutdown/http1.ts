@@ -49,7 +49,8 @@ export class ProtocolError extends Error {}
 
 const LF = 0x0a;
 const CR = 0x0d;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** An HTTP token (RFC 9110 §5.6.2): what a header name must be, in an answer read here or a request sent. */
+export const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** `value` without the spaces and tabs around it (HTTP's optional whitespace; nothing else is trimmed). */
 function withoutSpaceOrTab(value: string): string {
@@ -192,7 +193,7 @@ export class ResponseParser<T> {
       const line = lines[i] as string;
       const colon = line.indexOf(':');
       // A bare CR (not ending the line) is no part of a valid header line.
-      if (colon <= 0 || !HEADER_NAME.test(line.slice(0, colon)) || line.includes('\r')) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+      if (colon <= 0 || !HTTP_TOKEN.test(line.slice(0, colon)) || line.includes('\r')) throw new ProtocolError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
       const name = line.slice(0, colon).toLowerCase();
       const value = withoutSpaceOrTab(line.slice(colon + 1));
       if (name === 'connection') connection += `${value.toLowerCase()},`;
