@@ -291,7 +291,34 @@ const CPU_INVESTIGATIONS = [
     "against 280 µs through Node's https client; of those 117 µs about 50 are the process waking from idle. " +
     "Not done: creating the workload's Event without waiting for the pod's (one wakeup less per drain) would create it even when the pod's Event is lost or refused, " +
     "and the reporter's tests assert that order (test/unit/report/reporter.test.ts); `--single-threaded-gc` is refused in NODE_OPTIONS. " +
-    "The goal of 0.5 ms would leave about 80 µs for each of a drain's six wakeups, each watch event's parse and each Event's write and answer included.",
+    "The stub writes a drain's four watch events together, so they often arrive in one read: over 5 s of drains (500) the reporter waited in epoll 2,227 times, about 4.5 times a drain, its timers included.",
+  '',
+  "**The floor, and what the reporter spends above it** (measured 2026-12-03 between 20:50 and 21:20 UTC, load average about 1 to 2.5). " +
+    '`npm run bench:report-floor -- --rounds 2` runs the reporter and two floor processes interleaved, on the same stub and the same 1,000 drains. ' +
+    "The floor processes use the chart's Node settings. One does only a drain's I/O: the watch read and split into lines, and two Event creates one after the other on a kept-alive TLS connection, with fixed bodies of the reporter's size (about 1 KB). " +
+    'The other also parses every watch event:',
+  '',
+  mdTable([
+    ['CPU per drain', 'round 1', 'round 2'],
+    ['drainguard report', '0.95 ms', '0.91 ms'],
+    ['the I/O alone', '0.30 ms', '0.24 ms'],
+    ['the I/O, each watch event parsed', '0.37 ms', '0.37 ms'],
+  ]),
+  '',
+  'So the goal of 0.5 ms is above the floor of a Node process, not at it; an earlier reading here said otherwise, from the cost of a single POST measured alone. ' +
+    'Where the reporter spends its 0.55 ms above the parsing floor, found by turning parts of the built reporter off, two runs each, against 0.91–1.05 ms for the whole reporter in the same hour:',
+  '',
+  mdTable([
+    ['the reporter', 'CPU per drain'],
+    ['whole', '0.91–1.05 ms'],
+    ['without its info line per report', '0.76–0.82 ms'],
+    ['without the line and without sending the two Event creates (their bodies still built and stringified)', '0.49–0.50 ms'],
+    ['only the watch (list-watch, the pod views, what is kept of each pod; no report at all)', '0.32–0.33 ms'],
+  ]),
+  '',
+  'That is about 0.33 ms for the watch (0.37 ms for the whole parsing floor, its two creates included), 0.16 ms for the report itself (the termination read, the Event texts and bodies, the metrics), ' +
+    '0.30 ms for the two creates through the client, and 0.1–0.16 ms for the log line. ' +
+    'Writing the log in batches (a 4 KiB buffer flushed every 250 ms, tried on the built files) measured 0.84–0.91 ms, too close to the whole reporter to tell apart on this machine. It was not kept: a line would wait up to 250 ms, and a killed process would lose it.',
   '',
   "### The webhook's CPU per review",
   '',

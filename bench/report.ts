@@ -183,24 +183,7 @@ export async function benchReporter(
     const heapReady = gauge((await get(port, '/metrics')).text, 'drainguard_nodejs_heap_size_used_bytes');
     progress(`report: ready after ${(readyMs / 1000).toFixed(1)} s with ${settings.pods} pods listed; draining ${settings.drainsPerSecond}/s for ${settings.drainSeconds} s`);
 
-    const total = settings.drainsPerSecond * settings.drainSeconds;
-    const intervalMs = 1000 / settings.drainsPerSecond;
-    const drainStart = performance.now();
-    let sent = 0;
-    while (sent < total) {
-      const due = drainStart + sent * intervalMs;
-      const now = performance.now();
-      if (now < due) await sleep(due - now);
-      // Catch up with every drain due by now: a paced load, not a closed loop.
-      while (sent < total && drainStart + sent * intervalMs <= performance.now()) {
-        stub.drain();
-        sent++;
-      }
-    }
-    const sentAt = performance.now();
-    while (stub.eventsCreated < sent && stub.failure === undefined && performance.now() - sentAt < 120_000) await sleep(20);
-    if (stub.failure) throw new Error(`the API server's drains failed: ${stub.failure.message}`);
-    const drainEnd = performance.now();
+    const { sent, drainStart, sentAt, drainEnd } = await paceDrains(stub, settings);
     const cpuDrained = readCpuSeconds(child.pid!)!;
     const rssAfterDrains = readMemory(child.pid!)!.rssKiB;
 
@@ -242,6 +225,36 @@ export async function benchReporter(
     await stub.close();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * `settings.drainsPerSecond` drains for `settings.drainSeconds`, paced (a drain due is written even
+ * when the reporter is behind: a paced load, not a closed loop), then waits until every drain's pod
+ * Event has arrived, two minutes at most (the caller sees a shortfall in `eventsCreated`). Times from
+ * performance.now().
+ */
+export async function paceDrains(
+  cluster: Pick<ReportBenchCluster, 'drain' | 'eventsCreated' | 'failure'>,
+  settings: Pick<ReporterSettings, 'drainsPerSecond' | 'drainSeconds'>,
+): Promise<{ sent: number; drainStart: number; sentAt: number; drainEnd: number }> {
+  const total = settings.drainsPerSecond * settings.drainSeconds;
+  const intervalMs = 1000 / settings.drainsPerSecond;
+  const drainStart = performance.now();
+  let sent = 0;
+  while (sent < total) {
+    const due = drainStart + sent * intervalMs;
+    const now = performance.now();
+    if (now < due) await sleep(due - now);
+    // Catch up with every drain due by now.
+    while (sent < total && drainStart + sent * intervalMs <= performance.now()) {
+      cluster.drain();
+      sent++;
+    }
+  }
+  const sentAt = performance.now();
+  while (cluster.eventsCreated < sent && cluster.failure === undefined && performance.now() - sentAt < 120_000) await sleep(20);
+  if (cluster.failure) throw new Error(`the API server's drains failed: ${cluster.failure.message}`);
+  return { sent, drainStart, sentAt, drainEnd: performance.now() };
 }
 
 export function reporterTable(report: ReporterReport): string[][] {
