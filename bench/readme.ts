@@ -293,20 +293,19 @@ const CPU_INVESTIGATIONS = [
     "and the reporter's tests assert that order (test/unit/report/reporter.test.ts); `--single-threaded-gc` is refused in NODE_OPTIONS. " +
     "The stub writes a drain's four watch events together, so they often arrive in one read: over 5 s of drains (500) the reporter waited in epoll 2,227 times, about 4.5 times a drain, its timers included.",
   '',
-  "**The floor, and what the reporter spends above it** (measured 2026-12-03 between 20:50 and 21:20 UTC, load average about 1 to 2.5). " +
-    '`npm run bench:report-floor -- --rounds 2` runs the reporter and two floor processes interleaved, on the same stub and the same 1,000 drains. ' +
+  "**The floor, and what the reporter spends above it.** `npm run bench:report-floor` runs the reporter and two floor processes interleaved, three rounds, on the same stub and the same 1,000 drains. " +
     "The floor processes use the chart's Node settings. One does only a drain's I/O: the watch read and split into lines, and two Event creates one after the other on a kept-alive TLS connection, with fixed bodies of the reporter's size (about 1 KB). " +
-    'The other also parses every watch event:',
+    'The other also parses every watch event. Measured 2026-12-03 21:32 UTC on an idle machine (load average 0.05 at start, 0.34 at end):',
   '',
   mdTable([
-    ['CPU per drain', 'round 1', 'round 2'],
-    ['drainguard report', '0.95 ms', '0.91 ms'],
-    ['the I/O alone', '0.30 ms', '0.24 ms'],
-    ['the I/O, each watch event parsed', '0.37 ms', '0.37 ms'],
+    ['CPU per drain', 'each round', 'median'],
+    ['drainguard report', '1.00 1.04 0.98 ms', '1.00 ms'],
+    ['the I/O alone', '0.30 0.23 0.30 ms', '0.30 ms'],
+    ['the I/O, each watch event parsed', '0.40 0.40 0.36 ms', '0.40 ms'],
   ]),
   '',
   'So the goal of 0.5 ms is above the floor of a Node process, not at it; an earlier reading here said otherwise, from the cost of a single POST measured alone. ' +
-    'Where the reporter spends its 0.55 ms above the parsing floor, found by turning parts of the built reporter off, two runs each, against 0.91–1.05 ms for the whole reporter in the same hour:',
+    'Where the reporter spends its 0.6 ms above the parsing floor, found by turning parts of the built reporter off (2026-12-03 between 20:50 and 21:15 UTC, load average 1 to 2.5), two runs each, against 0.91–1.05 ms for the whole reporter in the same hour:',
   '',
   mdTable([
     ['the reporter', 'CPU per drain'],
@@ -316,7 +315,7 @@ const CPU_INVESTIGATIONS = [
     ['only the watch (list-watch, the pod views, what is kept of each pod; no report at all)', '0.32–0.33 ms'],
   ]),
   '',
-  'That is about 0.33 ms for the watch (0.37 ms for the whole parsing floor, its two creates included), 0.16 ms for the report itself (the termination read, the Event texts and bodies, the metrics), ' +
+  'That is about 0.33 ms for the watch (0.40 ms for the whole parsing floor, its two creates included), 0.16 ms for the report itself (the termination read, the Event texts and bodies, the metrics), ' +
     '0.30 ms for the two creates through the client, and 0.1–0.16 ms for the log line. ' +
     'Writing the log in batches (a 4 KiB buffer flushed every 250 ms, tried on the built files) measured 0.84–0.91 ms, too close to the whole reporter to tell apart on this machine. It was not kept: a line would wait up to 250 ms, and a killed process would lose it.',
   '',
