@@ -305,17 +305,18 @@ const CPU_INVESTIGATIONS = [
   ]),
   '',
   'So the goal of 0.5 ms is above the floor of a Node process, not at it; an earlier reading here said otherwise, from the cost of a single POST measured alone. ' +
-    'Where the reporter spends its 0.6 ms above the parsing floor, found by turning parts of the built reporter off (2026-12-03 between 20:50 and 21:15 UTC, load average 1 to 2.5), two runs each, against 0.91–1.05 ms for the whole reporter in the same hour:',
+    'Where the reporter spends its 0.6 ms above the parsing floor, found by turning parts of the built reporter off (2026-12-03 between 20:30 and 21:15 UTC, load average 1 to 2.5), two runs each, against 0.91–1.05 ms for the whole reporter in the same hour:',
   '',
   mdTable([
     ['the reporter', 'CPU per drain'],
     ['whole', '0.91–1.05 ms'],
     ['without its info line per report', '0.76–0.82 ms'],
     ['without the line and without sending the two Event creates (their bodies still built and stringified)', '0.49–0.50 ms'],
-    ['only the watch (list-watch, the pod views, what is kept of each pod; no report at all)', '0.32–0.33 ms'],
+    ['only the watch (list-watch, the pod views, what is kept of each pod; no report at all)', '0.31–0.33 ms'],
+    ['only the watch read and parsed (no pod view, nothing kept; measured at 21:35 UTC, load below 1)', '0.24–0.29 ms'],
   ]),
   '',
-  'That is about 0.33 ms for the watch (0.40 ms for the whole parsing floor, its two creates included), 0.16 ms for the report itself (the termination read, the Event texts and bodies, the metrics), ' +
+  'That is about 0.33 ms for the watch, of which reading and parsing take 0.24–0.29 (0.40 ms for the whole parsing floor, its two creates included), 0.16 ms for the report itself (the termination read, the Event texts and bodies, the metrics), ' +
     '0.30 ms for the two creates through the client, and 0.1–0.16 ms for the log line. ' +
     'Writing the log in batches (a 4 KiB buffer flushed every 250 ms, tried on the built files) measured 0.84–0.91 ms, too close to the whole reporter to tell apart on this machine. It was not kept: a line would wait up to 250 ms, and a killed process would lose it.',
   '',
